@@ -1,0 +1,44 @@
+"""Alembic environment: runs migrations over the async engine from Tether's settings."""
+
+from __future__ import annotations
+
+import asyncio
+
+from alembic import context
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
+
+from tether.core.database import async_url
+from tether.core.settings import Settings
+from tether.schema import metadata
+
+config = context.config
+
+
+def _database_url() -> str:
+    explicit = config.attributes.get("database_url")
+    if isinstance(explicit, str):
+        return explicit
+    return Settings().require_database_url()
+
+
+def _run(connection: Connection) -> None:
+    context.configure(connection=connection, target_metadata=metadata, compare_type=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def _run_online() -> None:
+    engine = create_async_engine(async_url(_database_url()), poolclass=NullPool)
+    async with engine.connect() as connection:
+        await connection.run_sync(_run)
+    await engine.dispose()
+
+
+if context.is_offline_mode():
+    context.configure(url=_database_url(), target_metadata=metadata, literal_binds=True)
+    with context.begin_transaction():
+        context.run_migrations()
+else:
+    asyncio.run(_run_online())

@@ -1,0 +1,1 @@
+"""HTTP plumbing shared by every domain: problems, request ids, health, auth wiring."""

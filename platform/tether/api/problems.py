@@ -1,0 +1,94 @@
+"""The one place where exceptions become HTTP responses (RFC 9457 problem+json)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.types import ExceptionHandlersMap
+
+from tether.core.errors import TetherError
+from tether.core.logging import request_id_var
+
+log = logging.getLogger(__name__)
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    429: "too_many_requests",
+}
+
+
+def problem(
+    status: int, code: str, title: str, detail: str, extra: dict[str, Any] | None = None
+) -> Response[dict[str, Any]]:
+    """Build a problem+json response; ``code`` is the stable machine-readable part."""
+    body: dict[str, Any] = {
+        "type": f"https://tether.dev/problems/{code}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "code": code,
+        "request_id": request_id_var.get(),
+    }
+    if extra:
+        body.update(extra)
+    return Response(content=body, status_code=status, media_type=PROBLEM_MEDIA_TYPE)
+
+
+def _field_errors(extra: Any) -> list[dict[str, str]]:
+    if not isinstance(extra, list):
+        return []
+    errors = []
+    for item in extra:
+        if isinstance(item, dict):
+            field = str(item.get("key") or item.get("source") or "body")
+            errors.append({"field": field, "message": str(item.get("message", "invalid"))})
+    return errors
+
+
+def handle_tether_error(_: Request[Any, Any, Any], exc: TetherError) -> Response[dict[str, Any]]:
+    return problem(exc.status_code, exc.code, exc.title, exc.detail, exc.extra)
+
+
+def handle_validation(
+    _: Request[Any, Any, Any], exc: ValidationException
+) -> Response[dict[str, Any]]:
+    errors = _field_errors(exc.extra)
+    fields = ", ".join(e["field"] for e in errors) or "the request"
+    return problem(
+        422, "invalid_input", "Invalid input", f"invalid value for {fields}", {"errors": errors}
+    )
+
+
+def handle_http(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
+    status = exc.status_code
+    code = _HTTP_CODES.get(status, "http_error" if status < 500 else "internal_error")
+    response = problem(status, code, code.replace("_", " ").capitalize(), exc.detail)
+    if exc.headers:
+        response.headers.update(exc.headers)
+    return response
+
+
+def handle_unexpected(_: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    # A 5xx is a bug: log it with its traceback once, answer without internals.
+    log.error("unhandled error", exc_info=exc)
+    return problem(500, "internal_error", "Internal error", "an unexpected error occurred")
+
+
+EXCEPTION_HANDLERS: ExceptionHandlersMap = {
+    TetherError: handle_tether_error,
+    ValidationException: handle_validation,
+    HTTPException: handle_http,
+    Exception: handle_unexpected,
+}

@@ -1,0 +1,81 @@
+"""The composition root: builds the Litestar application from settings."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from litestar import Litestar
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.middleware import DefineMiddleware
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import Components, SecurityScheme
+from litestar.types import ASGIApp
+
+import tether
+from tenancy.access.authenticator import Authenticator
+from tenancy.access.controllers import ApiKeyController
+from tenancy.access.deps import provide_principal
+from tenancy.access.guard import policy_guard
+from tenancy.access.middleware import ApiKeyAuthMiddleware
+from tenancy.access.policy import PolicyEnforcer
+from tether.api.problems import EXCEPTION_HANDLERS
+from tether.api.request_id import request_id_middleware
+from tether.core.deps import provide_redis, provide_resources, provide_session, provide_settings
+from tether.core.resources import Resources, open_resources
+from tether.core.settings import Settings
+from tether.health.controllers import HealthController
+from tether.health.deps import provide_health_service
+from tether.routes import ROUTE_HANDLERS
+
+
+def bind_resources(app: Litestar, resources: Resources) -> None:
+    """Attach this event loop's resources to the app (the lifespan does it; tests may)."""
+    app.state.resources = resources
+    app.state.authenticator = Authenticator(resources.sessions)
+
+
+def create_app(settings: Settings) -> Litestar:
+    """A Litestar app bound to ``settings`` (tests build their own)."""
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        async with open_resources(settings) as resources:
+            bind_resources(app, resources)
+            yield
+
+    return Litestar(
+        route_handlers=[HealthController, ApiKeyController, *ROUTE_HANDLERS],
+        lifespan=[lifespan],
+        state=State({"policy": PolicyEnforcer()}),
+        dependencies={
+            "resources": Provide(provide_resources, sync_to_thread=False),
+            "settings": Provide(provide_settings, sync_to_thread=False),
+            "redis": Provide(provide_redis, sync_to_thread=False),
+            "db_session": Provide(provide_session),
+            "principal": Provide(provide_principal, sync_to_thread=False),
+            "health_service": Provide(provide_health_service, sync_to_thread=False),
+        },
+        middleware=[DefineMiddleware(ApiKeyAuthMiddleware, exclude=["^/schema"])],
+        guards=[policy_guard],
+        exception_handlers=EXCEPTION_HANDLERS,
+        request_max_body_size=settings.api.max_body_bytes,
+        openapi_config=OpenAPIConfig(
+            title="Tether",
+            version=tether.__version__,
+            path="/schema",
+            components=Components(
+                security_schemes={
+                    "ApiKey": SecurityScheme(type="http", scheme="bearer", description="API key")
+                }
+            ),
+            security=[{"ApiKey": []}],
+        ),
+        debug=False,
+    )
+
+
+def create_asgi(settings: Settings) -> ASGIApp:
+    """The app wrapped in request-id middleware (outermost, so even 404s carry one)."""
+    return request_id_middleware(create_app(settings))

@@ -1,0 +1,137 @@
+"""The ``tether`` command line: one entry point, one subcommand per job."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+
+from tether.core.logging import configure_logging
+from tether.core.settings import Settings
+from tether.runtime.preflight import StartupError
+
+
+def _cmd_serve(settings: Settings, _: argparse.Namespace) -> int:
+    from tether.runtime.serve import serve
+
+    serve(settings)
+    return 0
+
+
+def _cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
+    from tether.runtime.serve import worker_command
+
+    if settings.is_embedded:
+        raise StartupError(
+            "`tether worker` needs TETHER_DATABASE_URL and TETHER_REDIS_URL",
+            "set both, or use `tether serve`, which runs its own worker in embedded mode",
+        )
+    command = worker_command(settings, with_beat=args.beat)
+    os.execv(sys.executable, command)  # noqa: S606 - replace this process with Celery
+
+
+def _cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
+    from tether.runtime import migrate
+    from tether.runtime.services import backing_services
+
+    with backing_services(settings, need_redis=False) as live:
+        url = live.require_database_url()
+        if args.action == "upgrade":
+            migrate.upgrade(url, args.revision or "head")
+        elif args.action == "downgrade":
+            migrate.downgrade(url, args.revision or "-1")
+        print(json.dumps({"current": migrate.current(url), "head": migrate.head_revision()}))  # noqa: T201
+    return 0
+
+
+def _cmd_tenant_create(settings: Settings, args: argparse.Namespace) -> int:
+    from tenancy.access.services import TenantService
+    from tether.core.database import create_engine, create_session_factory, transaction
+    from tether.runtime import migrate
+    from tether.runtime.services import backing_services
+
+    async def create(url_settings: Settings) -> dict[str, str]:
+        engine = create_engine(url_settings)
+        try:
+            async with transaction(create_session_factory(engine)) as session:
+                created = await TenantService(session).create(args.name, args.region)
+        finally:
+            await engine.dispose()
+        return {
+            "tenant_id": str(created.tenant_id),
+            "name": created.name,
+            "region": created.region,
+            "admin_key_id": str(created.admin_key_id),
+            "admin_token": created.admin_token,
+        }
+
+    with backing_services(settings, need_redis=False) as live:
+        migrate.upgrade(live.require_database_url())
+        print(json.dumps(asyncio.run(create(live)), indent=2))  # noqa: T201
+    return 0
+
+
+def _cmd_doctor(settings: Settings, _: argparse.Namespace) -> int:
+    from tether.runtime.doctor import run_checks
+
+    findings = run_checks(settings)
+    for f in findings:
+        mark = "ok  " if f.ok else "FAIL"
+        line = f"{mark} {f.name:18} {f.detail}"
+        print(line + (f"\n     fix: {f.fix}" if not f.ok and f.fix else ""))  # noqa: T201
+    return 0 if all(f.ok for f in findings) else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tether",
+        description="Relationship-scoped long-term memory for AI chat. Settings come from "
+        "TETHER_* environment variables (or .env); with no TETHER_DATABASE_URL / "
+        "TETHER_REDIS_URL, an embedded PostgreSQL and Redis run under TETHER_DATA_DIR.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser(
+        "serve",
+        help="run the API and a worker (starts embedded Postgres/Redis when no URLs are set)",
+    ).set_defaults(handler=_cmd_serve)
+    worker = sub.add_parser("worker", help="run a Celery worker against external Postgres/Redis")
+    worker.add_argument("--beat", action="store_true", help="also run the periodic scheduler")
+    worker.set_defaults(handler=_cmd_worker)
+    mig = sub.add_parser("migrate", help="apply or inspect database migrations")
+    mig.add_argument("action", choices=["upgrade", "downgrade", "current"])
+    mig.add_argument("revision", nargs="?", help="target (default: head / one step down)")
+    mig.set_defaults(handler=_cmd_migrate)
+    tenant = sub.add_parser("tenant", help="manage tenants")
+    tenant_sub = tenant.add_subparsers(dest="tenant_command", required=True, metavar="ACTION")
+    create = tenant_sub.add_parser(
+        "create", help="create a tenant; prints its id and first admin key (shown once) as JSON"
+    )
+    create.add_argument("name")
+    create.add_argument("--region", default=None, help="data region (default: TETHER_REGION)")
+    create.set_defaults(handler=_cmd_tenant_create)
+    sub.add_parser(
+        "doctor", help="check every dependency and print what is wrong, with the fix"
+    ).set_defaults(handler=_cmd_doctor)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    settings = Settings()
+    configure_logging(settings.log_level)
+    if getattr(args, "region", "unset") is None:
+        args.region = settings.region
+    try:
+        code: int = args.handler(settings, args)
+    except StartupError as exc:
+        print(f"tether: error: {exc.cause}. Fix: {exc.fix}.", file=sys.stderr)  # noqa: T201
+        return 1
+    except KeyboardInterrupt:
+        return 130  # Ctrl-C: everything was stopped on the way out
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The shared kernel: settings, database, Redis, errors, logging, telemetry."""

@@ -1,0 +1,35 @@
+"""Litestar dependency providers every domain shares: resources and the transaction."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from litestar.datastructures import State
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tether.core.resources import Resources
+from tether.core.settings import Settings
+
+
+def provide_resources(state: State) -> Resources:
+    resources: Resources = state.resources
+    return resources
+
+
+def provide_settings(state: State) -> Settings:
+    resources: Resources = state.resources
+    return resources.settings
+
+
+def provide_redis(state: State) -> Redis:
+    resources: Resources = state.resources
+    return resources.redis
+
+
+async def provide_session(state: State) -> AsyncIterator[AsyncSession]:
+    """One transaction per request: committed after the handler returns, rolled back
+    if it raises (Litestar throws the handler's exception into this generator)."""
+    resources: Resources = state.resources
+    async with resources.sessions() as session, session.begin():
+        yield session

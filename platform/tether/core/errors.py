@@ -1,0 +1,75 @@
+"""Our exception hierarchy. One handler (``tether.api.problems``) renders them all as
+RFC 9457 problem+json; the ``code`` is the stable, machine-readable part."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class TetherError(Exception):
+    """Base of every error we raise on purpose."""
+
+    status_code: ClassVar[int] = 500
+    code: ClassVar[str] = "internal_error"
+    title: ClassVar[str] = "Internal error"
+
+    def __init__(self, detail: str | None = None, **extra: Any) -> None:
+        super().__init__(detail or self.title)
+        self.detail = detail or self.title
+        self.extra = extra
+
+
+class BadRequest(TetherError):
+    status_code = 400
+    code = "bad_request"
+    title = "Bad request"
+
+
+class InvalidInput(TetherError):
+    """A field failed validation; ``extra["errors"]`` names the fields."""
+
+    status_code = 422
+    code = "invalid_input"
+    title = "Invalid input"
+
+
+class Unauthenticated(TetherError):
+    status_code = 401
+    code = "unauthenticated"
+    title = "Missing, malformed or revoked API key"
+
+
+class Forbidden(TetherError):
+    status_code = 403
+    code = "forbidden"
+    title = "This key's role may not do that"
+
+
+class NotFound(TetherError):
+    status_code = 404
+    code = "not_found"
+    title = "Not found"
+
+
+class Conflict(TetherError):
+    status_code = 409
+    code = "conflict"
+    title = "Conflict"
+
+
+class PreconditionFailed(TetherError):
+    status_code = 412
+    code = "precondition_failed"
+    title = "The resource changed since you read it"
+
+
+class PreconditionRequired(TetherError):
+    status_code = 428
+    code = "precondition_required"
+    title = "This write needs an If-Match header"
+
+
+class ServiceUnavailable(TetherError):
+    status_code = 503
+    code = "service_unavailable"
+    title = "A dependency is unavailable"

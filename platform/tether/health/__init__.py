@@ -1,0 +1,1 @@
+"""Liveness and readiness: is each dependency of this process usable, and how fast."""

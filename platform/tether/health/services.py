@@ -1,0 +1,88 @@
+"""Probes each dependency with a deadline and reports status and latency."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+from redis.exceptions import RedisError
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+
+import tether
+from tether.core.resources import Resources
+from tether.health.heartbeat import last_beat
+from tether.health.schemas import ComponentHealth, HealthRead, Status
+from tether.runtime.migrate import head_revision
+
+PROBE_TIMEOUT_SECONDS = 2.0
+Probe = Callable[[], Awaitable[str]]
+
+
+class ProbeFailed(Exception):
+    """A dependency answered, but not with what we need."""
+
+
+async def _timed(probe: Probe) -> ComponentHealth:
+    started = time.perf_counter()
+    try:
+        detail = await asyncio.wait_for(probe(), PROBE_TIMEOUT_SECONDS)
+        status: Status = "ok"
+    except TimeoutError:
+        status, detail = "down", f"no answer within {PROBE_TIMEOUT_SECONDS:.0f}s"
+    except (SQLAlchemyError, RedisError, OSError, ProbeFailed) as exc:
+        status, detail = "down", f"{type(exc).__name__}: {exc}"[:300]
+    return ComponentHealth(status, round((time.perf_counter() - started) * 1000, 2), detail)
+
+
+class HealthService:
+    """Answers /health (every component, never fails) and /ready (503 unless ready)."""
+
+    def __init__(self, resources: Resources) -> None:
+        self._resources = resources
+
+    async def _postgres(self) -> str:
+        async with self._resources.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+        return "reachable"
+
+    async def _pgvector(self) -> str:
+        async with self._resources.engine.connect() as conn:
+            version = await conn.scalar(
+                text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            )
+        if version is None:
+            raise ProbeFailed("the vector extension is not installed; run `tether migrate`")
+        return f"pgvector {version}"
+
+    async def _migrations(self) -> str:
+        async with self._resources.engine.connect() as conn:
+            current = await conn.scalar(text("SELECT version_num FROM alembic_version"))
+        if current != head_revision():
+            raise ProbeFailed(f"schema at {current}, code expects {head_revision()}")
+        return f"at head {current}"
+
+    async def _redis(self) -> str:
+        await self._resources.redis.ping()
+        return "reachable"
+
+    async def _worker(self) -> str:
+        beat = await last_beat(self._resources.redis)
+        if beat is None:
+            raise ProbeFailed("no worker heartbeat; start one with `tether worker`")
+        return f"heartbeat from {beat.get('host')} pid {beat.get('pid')}"
+
+    async def check(self) -> HealthRead:
+        probes: dict[str, Probe] = {
+            "postgres": self._postgres,
+            "pgvector": self._pgvector,
+            "migrations": self._migrations,
+            "redis": self._redis,
+            "worker": self._worker,
+        }
+        results = await asyncio.gather(*(_timed(p) for p in probes.values()))
+        components = dict(zip(probes, results, strict=True))
+        down = [name for name, c in components.items() if c.status != "ok"]
+        status: Status = "ok" if not down else "degraded"
+        return HealthRead(status, tether.__version__, components)

@@ -1,0 +1,1 @@
+"""Process-level runtime: the embedded services, start-up checks and supervision."""

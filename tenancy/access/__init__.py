@@ -1,0 +1,1 @@
+"""Tenants, API keys, and who the caller is."""

@@ -1,0 +1,41 @@
+"""The single enforcement point: every route declares ``opt={"policy": (object, action)}``
+and this guard decides. A route without a declaration is refused (fail closed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar.connection import ASGIConnection
+from litestar.handlers.base import BaseRouteHandler
+
+from tenancy.access.policy import PolicyEnforcer
+from tenancy.access.principal import Principal
+from tether.core.errors import Forbidden, Unauthenticated
+
+POLICY_OPT = "policy"
+PUBLIC_OPT = "exclude_from_auth"
+
+
+def policy(obj: str, action: str) -> dict[str, Any]:
+    """Route ``opt`` declaring what the route does, for the guard to decide on."""
+    return {POLICY_OPT: (obj, action)}
+
+
+def _is_framework_route(handler: BaseRouteHandler) -> bool:
+    # Litestar's own OpenAPI document routes: public, and they carry no domain content.
+    return handler.fn.__module__.startswith("litestar.")
+
+
+def policy_guard(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+    if handler.opt.get(PUBLIC_OPT) or _is_framework_route(handler):
+        return
+    declared = handler.opt.get(POLICY_OPT)
+    if declared is None:
+        raise Forbidden("this route declares no policy, so nobody may call it")
+    principal = connection.scope.get("user")
+    if not isinstance(principal, Principal):
+        raise Unauthenticated()
+    enforcer: PolicyEnforcer = connection.app.state.policy
+    obj, action = declared
+    if not enforcer.decide(principal.role.value, obj, action).allowed:
+        raise Forbidden(f"role {principal.role.value!r} may not {action} {obj}")

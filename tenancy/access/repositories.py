@@ -1,0 +1,97 @@
+"""SQL for tenants and API keys."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenancy.enums import Role
+from tenancy.errors import TenantNameTaken
+from tenancy.ids import ApiKeyId
+from tenancy.models import ApiKey, Tenant
+from tether.core.ids import TenantId
+
+
+class TenantRepository:
+    """Tenants are the root of isolation, so this repository alone is unscoped."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def add(self, name: str, region: str) -> Tenant:
+        tenant = Tenant(name=name, region=region)
+        self._session.add(tenant)
+        try:
+            async with self._session.begin_nested():
+                await self._session.flush()
+        except IntegrityError as exc:
+            raise TenantNameTaken(f"tenant {name!r} already exists") from exc
+        return tenant
+
+    async def get(self, tenant_id: TenantId) -> Tenant | None:
+        return await self._session.get(Tenant, tenant_id)
+
+
+class KeyLookupRepository:
+    """Finds a key by its digest before the tenant is known (authentication only)."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def find_active(self, key_digest: bytes) -> tuple[ApiKey, Tenant] | None:
+        statement = (
+            select(ApiKey, Tenant)
+            .join(Tenant, Tenant.id == ApiKey.tenant_id)
+            .where(ApiKey.key_hash == key_digest, ApiKey.revoked_at.is_(None))
+        )
+        row = (await self._session.execute(statement)).first()
+        return None if row is None else (row[0], row[1])
+
+
+class ApiKeyRepository:
+    """API keys of one tenant."""
+
+    def __init__(self, session: AsyncSession, tenant_id: TenantId) -> None:
+        self._session = session
+        self._tenant_id = tenant_id
+
+    async def add(
+        self, role: Role, subject: str | None, name: str, prefix: str, key_digest: bytes
+    ) -> ApiKey:
+        key = ApiKey(
+            tenant_id=self._tenant_id,
+            role=role,
+            subject=subject,
+            name=name,
+            prefix=prefix,
+            key_hash=key_digest,
+        )
+        self._session.add(key)
+        await self._session.flush()
+        return key
+
+    async def get(self, key_id: ApiKeyId) -> ApiKey | None:
+        statement = select(ApiKey).where(ApiKey.id == key_id, ApiKey.tenant_id == self._tenant_id)
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def list(self) -> list[ApiKey]:
+        statement = select(ApiKey).where(ApiKey.tenant_id == self._tenant_id).order_by(ApiKey.id)
+        return list((await self._session.execute(statement)).scalars())
+
+    async def revoke(self, key_id: uuid.UUID) -> bytes | None:
+        """Mark a key revoked; returns its digest (to evict caches) or None if unknown."""
+        statement = (
+            update(ApiKey)
+            .where(
+                ApiKey.id == key_id,
+                ApiKey.tenant_id == self._tenant_id,
+                ApiKey.revoked_at.is_(None),
+            )
+            .values(revoked_at=datetime.now(UTC))
+            .returning(ApiKey.key_hash)
+        )
+        return (await self._session.execute(statement)).scalar_one_or_none()

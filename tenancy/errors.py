@@ -1,0 +1,50 @@
+"""Errors of the identity plane."""
+
+from __future__ import annotations
+
+from tether.core.errors import Conflict, NotFound
+
+
+class TenantNotFound(NotFound):
+    code = "tenant_not_found"
+    title = "Tenant not found"
+
+
+class TenantNameTaken(Conflict):
+    code = "tenant_name_taken"
+    title = "A tenant with that name exists"
+
+
+class ApiKeyNotFound(NotFound):
+    code = "api_key_not_found"
+    title = "API key not found"
+
+
+class UserNotFound(NotFound):
+    code = "user_not_found"
+    title = "User not found"
+
+
+class FacetNotFound(NotFound):
+    code = "facet_not_found"
+    title = "User facet not found"
+
+
+class CreatorNotFound(NotFound):
+    code = "creator_not_found"
+    title = "Creator not found"
+
+
+class PersonaNotFound(NotFound):
+    code = "persona_not_found"
+    title = "Creator persona not found"
+
+
+class RelationshipNotFound(NotFound):
+    code = "relationship_not_found"
+    title = "Relationship not found"
+
+
+class ExternalIdTaken(Conflict):
+    code = "external_id_taken"
+    title = "That external id is already used in this tenant"

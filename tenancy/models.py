@@ -1,0 +1,190 @@
+"""SQLAlchemy models of the identity plane. Every table carries ``tenant_id`` and every
+unique key includes it, so one tenant's identifiers never collide with another's."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import (
+    DateTime,
+    Enum,
+    ForeignKey,
+    Index,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects.postgresql import UUID
+from sqlalchemy.orm import Mapped, mapped_column
+
+from tenancy.enums import OperatorKind, PrivacyMode, Role
+from tether.core.database import Base
+from tether.core.ids import new_id
+
+
+def _enum(kind: type[Role] | type[OperatorKind] | type[PrivacyMode], name: str) -> Enum:
+    return Enum(
+        kind,
+        name=name,
+        native_enum=False,
+        create_constraint=True,
+        length=16,
+        values_callable=lambda members: [m.value for m in members],
+    )
+
+
+def _pk() -> Mapped[uuid.UUID]:
+    return mapped_column(UUID(as_uuid=True), primary_key=True, default=new_id)
+
+
+def _tenant_fk() -> Mapped[uuid.UUID]:
+    return mapped_column(UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"))
+
+
+def _created() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Tenant(Base):
+    __tablename__ = "tenants"
+
+    id: Mapped[uuid.UUID] = _pk()
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    region: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = _created()
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+
+    id: Mapped[uuid.UUID] = _pk()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    role: Mapped[Role] = mapped_column(_enum(Role, "api_key_role"))
+    subject: Mapped[str | None] = mapped_column(String(128))
+    name: Mapped[str] = mapped_column(String(128), default="")
+    prefix: Mapped[str] = mapped_column(String(16))
+    key_hash: Mapped[bytes] = mapped_column(LargeBinary(32), unique=True)
+    created_at: Mapped[datetime] = _created()
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index("ix_api_keys_tenant_id", "tenant_id"),)
+
+
+class GlobalUser(Base):
+    __tablename__ = "global_users"
+
+    id: Mapped[uuid.UUID] = _pk()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    external_id: Mapped[str] = mapped_column(String(512))
+    created_at: Mapped[datetime] = _created()
+
+    __table_args__ = (UniqueConstraint("tenant_id", "external_id"),)
+
+
+class UserFacet(Base):
+    __tablename__ = "user_facets"
+
+    id: Mapped[uuid.UUID] = _pk()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    global_user_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("global_users.id", ondelete="CASCADE")
+    )
+    name: Mapped[str] = mapped_column(String(512))
+    created_at: Mapped[datetime] = _created()
+
+    __table_args__ = (UniqueConstraint("tenant_id", "global_user_id", "name"),)
+
+
+class Creator(Base):
+    __tablename__ = "creators"
+
+    id: Mapped[uuid.UUID] = _pk()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    external_id: Mapped[str] = mapped_column(String(512))
+    display_name: Mapped[str] = mapped_column(String(256), default="")
+    created_at: Mapped[datetime] = _created()
+
+    __table_args__ = (UniqueConstraint("tenant_id", "external_id"),)
+
+
+class CreatorPersona(Base):
+    __tablename__ = "creator_personas"
+
+    id: Mapped[uuid.UUID] = _pk()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    creator_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("creators.id", ondelete="CASCADE")
+    )
+    external_id: Mapped[str] = mapped_column(String(512))
+    display_name: Mapped[str] = mapped_column(String(256), default="")
+    created_at: Mapped[datetime] = _created()
+
+    __table_args__ = (UniqueConstraint("tenant_id", "creator_id", "external_id"),)
+
+
+class Relationship(Base):
+    """The unit of isolation: one user facet talking to one creator persona.
+
+    ``global_user_id`` and ``creator_id`` are denormalised from the facet and persona so
+    that "all relationships of a user/creator" is one index scan.
+    """
+
+    __tablename__ = "relationships"
+
+    id: Mapped[uuid.UUID] = _pk()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    user_facet_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("user_facets.id", ondelete="CASCADE")
+    )
+    creator_persona_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("creator_personas.id", ondelete="CASCADE")
+    )
+    global_user_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("global_users.id", ondelete="CASCADE")
+    )
+    creator_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("creators.id", ondelete="CASCADE")
+    )
+    operator_kind: Mapped[OperatorKind] = mapped_column(
+        _enum(OperatorKind, "operator_kind"), default=OperatorKind.CREATOR
+    )
+    operator_id: Mapped[str] = mapped_column(String(512))
+    ownership_changed_at: Mapped[datetime] = _created()
+    privacy_mode: Mapped[PrivacyMode] = mapped_column(
+        _enum(PrivacyMode, "privacy_mode"), default=PrivacyMode.NORMAL
+    )
+    last_active_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = _created()
+
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "user_facet_id", "creator_persona_id"),
+        Index("ix_relationships_tenant_user", "tenant_id", "global_user_id"),
+        Index("ix_relationships_tenant_persona", "tenant_id", "creator_persona_id"),
+        Index("ix_relationships_tenant_creator", "tenant_id", "creator_id"),
+    )
+
+
+class OwnershipEvent(Base):
+    """One change of who operates a relationship. Memory does not move with it."""
+
+    __tablename__ = "ownership_events"
+
+    id: Mapped[uuid.UUID] = _pk()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    relationship_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("relationships.id", ondelete="CASCADE")
+    )
+    from_kind: Mapped[OperatorKind] = mapped_column(_enum(OperatorKind, "operator_kind_from"))
+    from_id: Mapped[str] = mapped_column(String(512))
+    to_kind: Mapped[OperatorKind] = mapped_column(_enum(OperatorKind, "operator_kind_to"))
+    to_id: Mapped[str] = mapped_column(String(512))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    actor_key_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    created_at: Mapped[datetime] = _created()
+
+    __table_args__ = (
+        Index("ix_ownership_events_relationship", "tenant_id", "relationship_id", "created_at"),
+    )

@@ -1,0 +1,162 @@
+"""The test harness: one real PostgreSQL (+pgvector) and one real Redis for the whole run,
+a fresh database (cloned from a migrated template) and Redis db per test module, an
+HTTP client against the real app, and a real Celery worker process on request."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from redis import Redis as SyncRedis
+
+from tether.api.request_id import request_id_middleware
+from tether.app import bind_resources, create_app
+from tether.core.resources import open_resources
+from tether.core.settings import Settings
+from tether.health.heartbeat import HEARTBEAT_KEY
+from tether.runtime import migrate
+from tether.runtime.embedded_postgres import EmbeddedPostgres
+from tether.runtime.embedded_redis import EmbeddedRedis
+from tether.runtime.serve import worker_command, worker_env
+
+TEMPLATE_DB = "tether_template"
+_redis_dbs = itertools.cycle(range(1, 16))
+
+
+@pytest.fixture(scope="session")
+def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # A short path: unix socket paths are limited to ~100 bytes.
+    return Path(tmp_path_factory.mktemp("rt", numbered=True))
+
+
+@pytest.fixture(scope="session")
+def pg_server(runtime_dir: Path) -> Iterator[EmbeddedPostgres]:
+    server = EmbeddedPostgres(runtime_dir, database=TEMPLATE_DB)
+    migrate.upgrade(server.start())
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server(runtime_dir: Path) -> Iterator[EmbeddedRedis]:
+    server = EmbeddedRedis(runtime_dir)
+    server.start()
+    yield server
+    server.stop()
+
+
+def _module_db_name(request: pytest.FixtureRequest) -> str:
+    name = re.sub(r"[^a-z0-9_]", "_", request.module.__name__.lower())[-40:]
+    return f"t_{name}"
+
+
+@pytest.fixture(scope="module")
+def settings(
+    request: pytest.FixtureRequest,
+    pg_server: EmbeddedPostgres,
+    redis_server: EmbeddedRedis,
+    runtime_dir: Path,
+) -> Settings:
+    """Settings pointing at this module's own database and Redis db."""
+    db_name = _module_db_name(request)
+    pg_server.psql(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE);')
+    pg_server.ensure_database(db_name, template=TEMPLATE_DB)
+    redis_db = next(_redis_dbs)
+    SyncRedis(unix_socket_path=str(redis_server.socket_path), db=redis_db).flushdb()
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        database_url=pg_server.url(db_name),
+        redis_url=f"unix://{redis_server.socket_path}?db={redis_db}",
+        data_dir=runtime_dir / db_name,
+    )
+
+
+@pytest.fixture(scope="module")
+async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client against the real app (lifespan run, real Postgres and Redis)."""
+    app = create_app(settings)
+    # Resources are bound by hand: Litestar's lifespan uses an anyio task group, which
+    # cannot span a module fixture's setup and teardown tasks.
+    async with open_resources(settings) as resources:
+        bind_resources(app, resources)
+        transport = httpx.ASGITransport(app=request_id_middleware(app))
+        async with httpx.AsyncClient(transport=transport, base_url="http://tether") as http:
+            yield http
+
+
+@pytest.fixture(scope="module")
+def celery_worker(settings: Settings) -> Iterator[subprocess.Popen[bytes]]:
+    """A real Celery worker process against this module's database and Redis."""
+    redis = SyncRedis.from_url(settings.require_redis_url())
+    redis.delete(HEARTBEAT_KEY)
+    command = [*worker_command(settings, with_beat=False), "--pool", "solo"]
+    env = worker_env(settings) | {"TETHER_WORKER__HEARTBEAT_SECONDS": "0.5"}
+    worker = subprocess.Popen(command, env=env, stdout=sys.stderr, stderr=sys.stderr)
+    deadline = time.monotonic() + 60
+    while redis.get(HEARTBEAT_KEY) is None:
+        if worker.poll() is not None or time.monotonic() > deadline:
+            worker.kill()
+            raise RuntimeError("the Celery worker did not start")
+        time.sleep(0.1)
+    yield worker
+    if worker.poll() is None:
+        worker.terminate()
+        try:
+            worker.wait(20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _quiet_environment() -> None:
+    # The tests build their own settings; stray TETHER_ variables must not leak in.
+    for key in [k for k in os.environ if k.startswith("TETHER_")]:
+        del os.environ[key]
+
+
+class TenantHandle:
+    """A tenant created for a test, with helpers to act as its keys."""
+
+    def __init__(self, client: httpx.AsyncClient, tenant_id: str, admin_token: str) -> None:
+        self.client = client
+        self.id = tenant_id
+        self.admin = {"Authorization": f"Bearer {admin_token}"}
+
+    async def key(self, role: str, subject: str | None = None) -> dict[str, str]:
+        """Issue a key for ``role`` and return its Authorization header."""
+        body = {"role": role, "subject": subject, "name": f"{role} key"}
+        response = await self.client.post("/v1/api-keys", json=body, headers=self.admin)
+        assert response.status_code == 201, response.text
+        return {"Authorization": f"Bearer {response.json()['token']}"}
+
+
+_tenant_names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+async def make_tenant(settings: Settings, client: httpx.AsyncClient):  # type: ignore[no-untyped-def]
+    """Create tenants in this module's database (as the CLI does)."""
+    from tenancy.access.services import TenantService
+    from tether.core.database import create_engine, create_session_factory, transaction
+
+    engine = create_engine(settings)
+    factory = create_session_factory(engine)
+
+    async def make(region: str = "local") -> TenantHandle:
+        async with transaction(factory) as session:
+            created = await TenantService(session).create(
+                f"tenant-{os.getpid()}-{next(_tenant_names)}", region
+            )
+        return TenantHandle(client, str(created.tenant_id), created.admin_token)
+
+    yield make
+    await engine.dispose()

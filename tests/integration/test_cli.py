@@ -1,0 +1,79 @@
+"""The `tether` command line against real services."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tether.core.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+
+def _tether(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tether.cli", *args],
+        env=os.environ | env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _env(settings: Settings) -> dict[str, str]:
+    return {
+        "TETHER_DATABASE_URL": settings.require_database_url(),
+        "TETHER_REDIS_URL": settings.require_redis_url(),
+        "TETHER_PORT": "0",
+    }
+
+
+def test_help_explains_every_subcommand() -> None:
+    out = _tether("--help", env={}).stdout
+    for command in ("serve", "worker", "migrate", "tenant", "doctor"):
+        assert command in out
+
+
+def test_tenant_create_prints_id_and_admin_key_once(settings: Settings) -> None:
+    result = _tether("tenant", "create", "acme-cli", "--region", "eu-west", env=_env(settings))
+    assert result.returncode == 0, result.stderr
+    created = json.loads(result.stdout)
+    assert created["region"] == "eu-west"
+    assert created["admin_token"].startswith("tth_")
+
+
+def test_duplicate_tenant_name_is_a_clear_error(settings: Settings) -> None:
+    _tether("tenant", "create", "dup-cli", env=_env(settings))
+    result = _tether("tenant", "create", "dup-cli", env=_env(settings))
+    assert result.returncode != 0
+    assert "already exists" in result.stderr
+
+
+def test_doctor_reports_ok_against_live_services(settings: Settings) -> None:
+    result = _tether("doctor", env=_env(settings))
+    assert result.returncode == 0, result.stdout
+    assert "pgvector" in result.stdout
+
+
+def test_doctor_names_the_fix_when_postgres_is_unreachable(settings: Settings) -> None:
+    env = _env(settings) | {"TETHER_DATABASE_URL": "postgresql://x@127.0.0.1:1/none"}
+    result = _tether("doctor", env=env)
+    assert result.returncode == 1
+    assert "FAIL postgres" in result.stdout
+    assert "fix:" in result.stdout
+
+
+def test_migrate_current_reports_head(settings: Settings) -> None:
+    result = _tether("migrate", "current", env=_env(settings))
+    assert result.returncode == 0, result.stderr
+    state = json.loads(result.stdout)
+    assert state["current"] == state["head"]
+
+
+def test_worker_without_urls_refuses_with_a_fix(tmp_path) -> None:
+    result = _tether("worker", env={"TETHER_DATA_DIR": str(tmp_path)})
+    assert result.returncode == 1
+    assert "Fix:" in result.stderr

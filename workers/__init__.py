@@ -1,0 +1,1 @@
+"""Celery workers: ingest, consolidation, indexing, sweeps."""

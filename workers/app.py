@@ -1,0 +1,82 @@
+"""The Celery application. Start a worker with ``tether worker`` (or
+``celery -A workers.app worker``); settings come from the same TETHER_ environment."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any
+
+from celery import Celery
+from celery.signals import worker_ready, worker_shutdown
+from redis import Redis as SyncRedis
+from redis.exceptions import RedisError
+
+from tether.core.logging import configure_logging
+from tether.core.settings import Settings
+from tether.health.heartbeat import beat
+
+TASK_MODULES = ["workers.tasks.system"]
+
+
+def broker_url(redis_url: str) -> str:
+    """Kombu spells a unix-socket Redis ``redis+socket://``; TCP URLs pass through."""
+    if redis_url.startswith("unix://"):
+        path, _, query = redis_url[len("unix://") :].partition("?")
+        db = dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("db", "0")
+        return f"redis+socket://{path}?virtual_host={db}"
+    return redis_url
+
+
+def create_celery(settings: Settings) -> Celery:
+    """A Celery app bound to ``settings`` with at-least-once delivery."""
+    url = broker_url(settings.require_redis_url())
+    app = Celery("tether", broker=url, include=TASK_MODULES)
+    app.conf.update(
+        task_acks_late=True,  # a killed worker's task is redelivered, never lost
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_ignore_result=True,
+        task_serializer="json",
+        accept_content=["json"],
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={"visibility_timeout": 300},
+        worker_hijack_root_logger=False,
+    )
+    app.conf.tether_settings = settings
+    return app
+
+
+class _Heartbeat:
+    """A daemon thread that tells /health this worker is alive."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        client = SyncRedis.from_url(self._settings.require_redis_url(), socket_timeout=2)
+        period = self._settings.worker.heartbeat_seconds
+        while not self._stop.is_set():
+            with contextlib.suppress(RedisError):  # Redis briefly away: the next beat tells
+                beat(client, ttl_seconds=period * 3)
+            self._stop.wait(period)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+_settings = Settings()
+configure_logging(_settings.log_level)
+app = create_celery(_settings)
+_heartbeat = _Heartbeat(_settings)
+
+
+@worker_ready.connect
+def _start_heartbeat(**_: Any) -> None:
+    threading.Thread(target=_heartbeat.run, name="tether-heartbeat", daemon=True).start()
+
+
+@worker_shutdown.connect
+def _stop_heartbeat(**_: Any) -> None:
+    _heartbeat.stop()

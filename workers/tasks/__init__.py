@@ -1,0 +1,1 @@
+"""Task modules, one per domain; names are ``<domain>.<verb>``."""
