@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tenancy.enums import OperatorKind, PrivacyMode, Role
-from tether.core.database import Base
+from tether.core.database import Base, TenantOwned
 from tether.core.ids import new_id
 
 
@@ -40,10 +40,6 @@ def _pk() -> Mapped[uuid.UUID]:
     return mapped_column(UUID(as_uuid=True), primary_key=True, default=new_id)
 
 
-def _tenant_fk() -> Mapped[uuid.UUID]:
-    return mapped_column(UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"))
-
-
 def _created() -> Mapped[datetime]:
     return mapped_column(DateTime(timezone=True), server_default=func.now())
 
@@ -57,11 +53,9 @@ class Tenant(Base):
     created_at: Mapped[datetime] = _created()
 
 
-class ApiKey(Base):
+class ApiKey(TenantOwned, Base):
     __tablename__ = "api_keys"
 
-    id: Mapped[uuid.UUID] = _pk()
-    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
     role: Mapped[Role] = mapped_column(_enum(Role, "api_key_role"))
     subject: Mapped[str | None] = mapped_column(String(128))
     name: Mapped[str] = mapped_column(String(128), default="")
@@ -73,59 +67,47 @@ class ApiKey(Base):
     __table_args__ = (Index("ix_api_keys_tenant_id", "tenant_id"),)
 
 
-class GlobalUser(Base):
+class GlobalUser(TenantOwned, Base):
     __tablename__ = "global_users"
 
-    id: Mapped[uuid.UUID] = _pk()
-    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
     external_id: Mapped[str] = mapped_column(String(512))
-    created_at: Mapped[datetime] = _created()
 
     __table_args__ = (UniqueConstraint("tenant_id", "external_id"),)
 
 
-class UserFacet(Base):
+class UserFacet(TenantOwned, Base):
     __tablename__ = "user_facets"
 
-    id: Mapped[uuid.UUID] = _pk()
-    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
     global_user_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True), ForeignKey("global_users.id", ondelete="CASCADE")
     )
     name: Mapped[str] = mapped_column(String(512))
-    created_at: Mapped[datetime] = _created()
 
     __table_args__ = (UniqueConstraint("tenant_id", "global_user_id", "name"),)
 
 
-class Creator(Base):
+class Creator(TenantOwned, Base):
     __tablename__ = "creators"
 
-    id: Mapped[uuid.UUID] = _pk()
-    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
     external_id: Mapped[str] = mapped_column(String(512))
     display_name: Mapped[str] = mapped_column(String(256), default="")
-    created_at: Mapped[datetime] = _created()
 
     __table_args__ = (UniqueConstraint("tenant_id", "external_id"),)
 
 
-class CreatorPersona(Base):
+class CreatorPersona(TenantOwned, Base):
     __tablename__ = "creator_personas"
 
-    id: Mapped[uuid.UUID] = _pk()
-    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
     creator_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True), ForeignKey("creators.id", ondelete="CASCADE")
     )
     external_id: Mapped[str] = mapped_column(String(512))
     display_name: Mapped[str] = mapped_column(String(256), default="")
-    created_at: Mapped[datetime] = _created()
 
     __table_args__ = (UniqueConstraint("tenant_id", "creator_id", "external_id"),)
 
 
-class Relationship(Base):
+class Relationship(TenantOwned, Base):
     """The unit of isolation: one user facet talking to one creator persona.
 
     ``global_user_id`` and ``creator_id`` are denormalised from the facet and persona so
@@ -134,8 +116,6 @@ class Relationship(Base):
 
     __tablename__ = "relationships"
 
-    id: Mapped[uuid.UUID] = _pk()
-    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
     user_facet_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True), ForeignKey("user_facets.id", ondelete="CASCADE")
     )
@@ -157,7 +137,6 @@ class Relationship(Base):
         _enum(PrivacyMode, "privacy_mode"), default=PrivacyMode.NORMAL
     )
     last_active_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    created_at: Mapped[datetime] = _created()
 
     __table_args__ = (
         UniqueConstraint("tenant_id", "user_facet_id", "creator_persona_id"),
@@ -167,13 +146,11 @@ class Relationship(Base):
     )
 
 
-class OwnershipEvent(Base):
+class OwnershipEvent(TenantOwned, Base):
     """One change of who operates a relationship. Memory does not move with it."""
 
     __tablename__ = "ownership_events"
 
-    id: Mapped[uuid.UUID] = _pk()
-    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
     relationship_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True), ForeignKey("relationships.id", ondelete="CASCADE")
     )
@@ -183,7 +160,6 @@ class OwnershipEvent(Base):
     to_id: Mapped[str] = mapped_column(String(512))
     reason: Mapped[str] = mapped_column(Text, default="")
     actor_key_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
-    created_at: Mapped[datetime] = _created()
 
     __table_args__ = (
         Index("ix_ownership_events_relationship", "tenant_id", "relationship_id", "created_at"),

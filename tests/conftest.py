@@ -19,7 +19,7 @@ from redis import Redis as SyncRedis
 
 from tether.api.request_id import request_id_middleware
 from tether.app import bind_resources, create_app
-from tether.core.resources import open_resources
+from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
 from tether.health.heartbeat import HEARTBEAT_KEY
 from tether.runtime import migrate
@@ -80,16 +80,22 @@ def settings(
 
 
 @pytest.fixture(scope="module")
-async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    """An HTTP client against the real app (lifespan run, real Postgres and Redis)."""
+async def resources(settings: Settings) -> AsyncIterator[Resources]:
+    """This module's engine and Redis client (the same ones the app uses)."""
+    async with open_resources(settings) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+async def client(settings: Settings, resources: Resources) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client against the real app (real Postgres and Redis)."""
     app = create_app(settings)
     # Resources are bound by hand: Litestar's lifespan uses an anyio task group, which
     # cannot span a module fixture's setup and teardown tasks.
-    async with open_resources(settings) as resources:
-        bind_resources(app, resources)
-        transport = httpx.ASGITransport(app=request_id_middleware(app))
-        async with httpx.AsyncClient(transport=transport, base_url="http://tether") as http:
-            yield http
+    bind_resources(app, resources)
+    transport = httpx.ASGITransport(app=request_id_middleware(app))
+    async with httpx.AsyncClient(transport=transport, base_url="http://tether") as http:
+        yield http
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ from litestar.types import ASGIApp
 
 import tether
 from tenancy.access.authenticator import Authenticator
-from tenancy.access.controllers import ApiKeyController
 from tenancy.access.deps import provide_principal
 from tenancy.access.guard import policy_guard
 from tenancy.access.middleware import ApiKeyAuthMiddleware
@@ -25,7 +24,6 @@ from tether.api.request_id import request_id_middleware
 from tether.core.deps import provide_redis, provide_resources, provide_session, provide_settings
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
-from tether.health.controllers import HealthController
 from tether.health.deps import provide_health_service
 from tether.routes import ROUTE_HANDLERS
 
@@ -46,7 +44,7 @@ def create_app(settings: Settings) -> Litestar:
             yield
 
     return Litestar(
-        route_handlers=[HealthController, ApiKeyController, *ROUTE_HANDLERS],
+        route_handlers=ROUTE_HANDLERS,
         lifespan=[lifespan],
         state=State({"policy": PolicyEnforcer()}),
         dependencies={

@@ -4,4 +4,21 @@ from __future__ import annotations
 
 from litestar.types import ControllerRouterHandler
 
-ROUTE_HANDLERS: list[ControllerRouterHandler] = []
+from tenancy.access.controllers import ApiKeyController
+from tenancy.graph.controllers import CreatorController, PersonaController, UserController
+from tenancy.relationships.controllers import RelationshipController, UserRelationshipController
+from tenancy.resolve.controllers import ResolveController
+from tether.health.controllers import HealthController
+from tether.personas.controllers import PersonaProfileController
+
+ROUTE_HANDLERS: list[ControllerRouterHandler] = [
+    HealthController,
+    ApiKeyController,
+    ResolveController,
+    UserController,
+    CreatorController,
+    PersonaController,
+    RelationshipController,
+    UserRelationshipController,
+    PersonaProfileController,
+]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from litestar import Request, Response
@@ -46,14 +47,28 @@ def problem(
     return Response(content=body, status_code=status, media_type=PROBLEM_MEDIA_TYPE)
 
 
+# msgspec names the offending field in its message: "... - at `$.user.external_id`",
+# "Object missing required field `persona`", "Object contains unknown field `x`".
+_AT_PATH = re.compile(r"at `\$\.?([^`]*)`")
+_NAMED_FIELD = re.compile(r"field `([^`]+)`")
+
+
+def _field_name(message: str, fallback: str) -> str:
+    path = _AT_PATH.search(message)
+    named = _NAMED_FIELD.search(message)
+    parts = [p for p in (path.group(1) if path else "", named.group(1) if named else "") if p]
+    return ".".join(parts) or fallback
+
+
 def _field_errors(extra: Any) -> list[dict[str, str]]:
     if not isinstance(extra, list):
         return []
     errors = []
     for item in extra:
         if isinstance(item, dict):
-            field = str(item.get("key") or item.get("source") or "body")
-            errors.append({"field": field, "message": str(item.get("message", "invalid"))})
+            message = str(item.get("message", "invalid"))
+            fallback = str(item.get("key") or item.get("source") or "body")
+            errors.append({"field": _field_name(message, fallback), "message": message})
     return errors
 
 

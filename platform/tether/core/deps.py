@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tether.core.resources import Resources
 from tether.core.settings import Settings
+from tether.core.unit_of_work import discard_after_commit, run_after_commit
 
 
 def provide_resources(state: State) -> Resources:
@@ -31,5 +32,11 @@ async def provide_session(state: State) -> AsyncIterator[AsyncSession]:
     """One transaction per request: committed after the handler returns, rolled back
     if it raises (Litestar throws the handler's exception into this generator)."""
     resources: Resources = state.resources
-    async with resources.sessions() as session, session.begin():
-        yield session
+    async with resources.sessions() as session:
+        try:
+            async with session.begin():
+                yield session
+        except BaseException:
+            discard_after_commit(session)
+            raise
+        await run_after_commit(session)

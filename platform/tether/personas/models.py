@@ -4,23 +4,17 @@ the history is the table itself and the unique key serialises concurrent editors
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 
-from sqlalchemy import DateTime, ForeignKey, Integer, Text, UniqueConstraint, func
+from sqlalchemy import ForeignKey, Integer, Text, UniqueConstraint
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tether.core.database import Base
-from tether.core.ids import new_id
+from tether.core.database import Base, TenantOwned
 
 
-class PersonaProfileVersion(Base):
+class PersonaProfileVersion(TenantOwned, Base):
     __tablename__ = "persona_profile_versions"
 
-    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=new_id)
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE")
-    )
     creator_persona_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True), ForeignKey("creator_personas.id", ondelete="CASCADE")
     )
@@ -31,6 +25,5 @@ class PersonaProfileVersion(Base):
     scripts: Mapped[list[str]] = mapped_column(JSONB, default=list)
     notes: Mapped[str] = mapped_column(Text, default="")
     edited_by_key_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
     __table_args__ = (UniqueConstraint("tenant_id", "creator_persona_id", "version"),)

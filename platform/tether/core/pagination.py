@@ -1,0 +1,36 @@
+"""Keyset pagination over UUIDv7 primary keys (time-ordered, so stable and cheap)."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from typing import Annotated
+
+import msgspec
+
+from tether.core.errors import InvalidInput
+
+Limit = Annotated[int, msgspec.Meta(ge=1, le=200)]
+DEFAULT_LIMIT = 50
+
+
+def encode_cursor(last_id: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(last_id.bytes).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> uuid.UUID | None:
+    """The id after which the next page starts; a malformed cursor is a 422."""
+    if not cursor:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        return uuid.UUID(bytes=raw)
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput(
+            "cursor is not one this API issued", errors=[{"field": "cursor", "message": "invalid"}]
+        ) from exc
+
+
+def next_cursor(ids: list[uuid.UUID], limit: int) -> str | None:
+    """A cursor when the page is full (there may be more), else None."""
+    return encode_cursor(ids[-1]) if len(ids) == limit and ids else None

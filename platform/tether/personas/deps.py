@@ -1,0 +1,15 @@
+"""Providers for persona profiles."""
+
+from __future__ import annotations
+
+from litestar.di import NamedDependency
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenancy.access.principal import Principal
+from tether.personas.services import PersonaProfileService
+
+
+def provide_persona_profile_service(
+    db_session: NamedDependency[AsyncSession], principal: NamedDependency[Principal]
+) -> PersonaProfileService:
+    return PersonaProfileService(db_session, principal)

@@ -1,0 +1,80 @@
+"""Persona profiles: versioned edits with optimistic concurrency (ETag / If-Match)."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenancy.access.principal import Principal
+from tenancy.graph.services import GraphService
+from tether.core.pagination import decode_cursor, next_cursor
+from tether.personas.errors import ProfileChanged, ProfileIfMatchRequired
+from tether.personas.models import PersonaProfileVersion
+from tether.personas.repositories import PersonaProfileRepository
+from tether.personas.schemas import PersonaProfilePage, PersonaProfileRead, PersonaProfileWrite
+
+
+def etag(version: int) -> str:
+    return f'"{version}"'
+
+
+def _read(persona_id: uuid.UUID, row: PersonaProfileVersion | None) -> PersonaProfileRead:
+    if row is None:  # never edited: an empty profile at version 0
+        return PersonaProfileRead(persona_id, 0, "", "", [], [], "", None, None)
+    return PersonaProfileRead(
+        creator_persona_id=row.creator_persona_id,
+        version=row.version,
+        background=row.background,
+        tone=row.tone,
+        taboos=list(row.taboos),
+        scripts=list(row.scripts),
+        notes=row.notes,
+        edited_by_key_id=row.edited_by_key_id,
+        updated_at=row.created_at,
+    )
+
+
+class PersonaProfileService:
+    """Every PUT writes a new version; the newest is the profile."""
+
+    def __init__(self, session: AsyncSession, principal: Principal) -> None:
+        self._principal = principal
+        self._graph = GraphService(session, principal)
+        self._profiles = PersonaProfileRepository(session, principal.tenant_id)
+
+    async def get(self, persona_id: uuid.UUID) -> PersonaProfileRead:
+        await self._graph.require_persona(persona_id)
+        return _read(persona_id, await self._profiles.latest(persona_id))
+
+    async def put(
+        self, persona_id: uuid.UUID, data: PersonaProfileWrite, if_match: str | None
+    ) -> PersonaProfileRead:
+        await self._graph.require_own_persona(persona_id)
+        if if_match is None:
+            raise ProfileIfMatchRequired()
+        current = await self._profiles.latest(persona_id)
+        version = 0 if current is None else current.version
+        if if_match.strip() not in (etag(version), f"W/{etag(version)}"):
+            raise ProfileChanged(f"you sent If-Match {if_match}, the profile is at {etag(version)}")
+        row = await self._profiles.append(
+            creator_persona_id=persona_id,
+            version=version + 1,
+            background=data.background,
+            tone=data.tone,
+            taboos=list(data.taboos),
+            scripts=list(data.scripts),
+            notes=data.notes,
+            edited_by_key_id=self._principal.key_id,
+        )
+        return _read(persona_id, row)
+
+    async def history(
+        self, persona_id: uuid.UUID, cursor: str | None, limit: int
+    ) -> PersonaProfilePage:
+        await self._graph.require_persona(persona_id)
+        rows = await self._profiles.page(
+            decode_cursor(cursor), limit, PersonaProfileVersion.creator_persona_id == persona_id
+        )
+        items = [_read(persona_id, r) for r in rows]
+        return PersonaProfilePage(items, next_cursor([r.id for r in rows], limit))

@@ -1,0 +1,1 @@
+"""Users, facets, creators and personas: the nodes relationships connect."""

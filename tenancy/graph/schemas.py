@@ -1,0 +1,87 @@
+"""API shapes of users, facets, creators and personas."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated
+
+import msgspec
+
+from tenancy.resolve.schemas import ExternalId
+
+DisplayName = Annotated[str, msgspec.Meta(max_length=256, pattern=r"^[^\x00-\x1f\x7f]*$")]
+
+
+class UserCreate(msgspec.Struct, forbid_unknown_fields=True):
+    external_id: ExternalId
+
+
+class UserRead(msgspec.Struct):
+    id: uuid.UUID
+    external_id: str
+    created_at: datetime
+
+
+class UserPage(msgspec.Struct):
+    items: list[UserRead]
+    next_cursor: str | None
+
+
+class FacetCreate(msgspec.Struct, forbid_unknown_fields=True):
+    name: ExternalId
+
+
+class FacetRead(msgspec.Struct):
+    id: uuid.UUID
+    global_user_id: uuid.UUID
+    name: str
+    created_at: datetime
+
+
+class FacetPage(msgspec.Struct):
+    items: list[FacetRead]
+    next_cursor: str | None
+
+
+class CreatorCreate(msgspec.Struct, forbid_unknown_fields=True):
+    external_id: ExternalId
+    display_name: DisplayName = ""
+
+
+class CreatorUpdate(msgspec.Struct, forbid_unknown_fields=True):
+    display_name: DisplayName
+
+
+class CreatorRead(msgspec.Struct):
+    id: uuid.UUID
+    external_id: str
+    display_name: str
+    created_at: datetime
+
+
+class CreatorPage(msgspec.Struct):
+    items: list[CreatorRead]
+    next_cursor: str | None
+
+
+class PersonaCreate(msgspec.Struct, forbid_unknown_fields=True):
+    external_id: ExternalId
+    display_name: DisplayName = ""
+
+
+class PersonaUpdate(msgspec.Struct, forbid_unknown_fields=True):
+    display_name: DisplayName
+
+
+class PersonaRead(msgspec.Struct):
+    id: uuid.UUID
+    creator_id: uuid.UUID
+    external_id: str
+    display_name: str
+    created_at: datetime
+
+
+class PersonaPage(msgspec.Struct):
+    items: list[PersonaRead]
+    next_cursor: str | None

@@ -1,0 +1,1 @@
+"""Relationships (user facet × creator persona): listing, privacy, ownership transfer."""

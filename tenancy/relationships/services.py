@@ -1,0 +1,130 @@
+"""Reading relationships, changing their privacy mode, transferring their operator."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenancy.access.principal import Principal
+from tenancy.errors import RelationshipNotFound
+from tenancy.models import OwnershipEvent, Relationship
+from tenancy.relationships import schemas as s
+from tenancy.relationships.repositories import OwnershipEventRepository, RelationshipRepository
+from tether.core.pagination import decode_cursor, next_cursor
+
+
+def _read(row: Relationship) -> s.RelationshipRead:
+    return s.RelationshipRead(
+        id=row.id,
+        global_user_id=row.global_user_id,
+        user_facet_id=row.user_facet_id,
+        creator_persona_id=row.creator_persona_id,
+        creator_id=row.creator_id,
+        operator_kind=row.operator_kind,
+        operator_id=row.operator_id,
+        ownership_changed_at=row.ownership_changed_at,
+        privacy_mode=row.privacy_mode,
+        last_active_at=row.last_active_at,
+        created_at=row.created_at,
+    )
+
+
+def _event(row: OwnershipEvent) -> s.OwnershipEventRead:
+    return s.OwnershipEventRead(
+        id=row.id,
+        relationship_id=row.relationship_id,
+        from_kind=row.from_kind,
+        from_id=row.from_id,
+        to_kind=row.to_kind,
+        to_id=row.to_id,
+        reason=row.reason,
+        actor_key_id=row.actor_key_id,
+        created_at=row.created_at,
+    )
+
+
+class RelationshipService:
+    """Relationships as one key may see them; another tenant's id is simply not found."""
+
+    def __init__(self, session: AsyncSession, principal: Principal) -> None:
+        self._session = session
+        self._principal = principal
+        self._relationships = RelationshipRepository(session, principal.tenant_id)
+        self._events = OwnershipEventRepository(session, principal.tenant_id)
+
+    async def require(self, relationship_id: uuid.UUID) -> Relationship:
+        rows = await self._relationships.page(
+            None,
+            1,
+            Relationship.id == relationship_id,
+            self._relationships.visible_to(self._principal),
+        )
+        if not rows:
+            raise RelationshipNotFound(f"no relationship {relationship_id}")
+        return rows[0]
+
+    async def get(self, relationship_id: uuid.UUID) -> s.RelationshipRead:
+        return _read(await self.require(relationship_id))
+
+    async def list(
+        self,
+        cursor: str | None,
+        limit: int,
+        user_id: uuid.UUID | None = None,
+        persona_id: uuid.UUID | None = None,
+        creator_id: uuid.UUID | None = None,
+    ) -> s.RelationshipPage:
+        criteria = [self._relationships.visible_to(self._principal)]
+        if user_id is not None:
+            criteria.append(Relationship.global_user_id == user_id)
+        if persona_id is not None:
+            criteria.append(Relationship.creator_persona_id == persona_id)
+        if creator_id is not None:
+            criteria.append(Relationship.creator_id == creator_id)
+        rows = await self._relationships.page(decode_cursor(cursor), limit, *criteria)
+        return s.RelationshipPage(
+            [_read(r) for r in rows], next_cursor([r.id for r in rows], limit)
+        )
+
+    async def update(
+        self, relationship_id: uuid.UUID, data: s.RelationshipUpdate
+    ) -> s.RelationshipRead:
+        relationship = await self.require(relationship_id)
+        relationship.privacy_mode = data.privacy_mode
+        await self._session.flush()
+        return _read(relationship)
+
+    async def transfer(
+        self, relationship_id: uuid.UUID, data: s.TransferRequest
+    ) -> s.OwnershipEventRead:
+        """Hand the relationship to another operator. Its memory stays where it is: memory
+        belongs to the relationship, not to whoever operates it."""
+        relationship = await self.require(relationship_id)
+        event = await self._events.add(
+            relationship_id=relationship.id,
+            from_kind=relationship.operator_kind,
+            from_id=relationship.operator_id,
+            to_kind=data.to.kind,
+            to_id=data.to.id,
+            reason=data.reason,
+            actor_key_id=self._principal.key_id,
+        )
+        relationship.operator_kind = data.to.kind
+        relationship.operator_id = data.to.id
+        relationship.ownership_changed_at = datetime.now(UTC)
+        await self._session.flush()
+        await self._session.refresh(event)
+        return _event(event)
+
+    async def events(
+        self, relationship_id: uuid.UUID, cursor: str | None, limit: int
+    ) -> s.OwnershipEventPage:
+        await self.require(relationship_id)
+        rows = await self._events.page(
+            decode_cursor(cursor), limit, OwnershipEvent.relationship_id == relationship_id
+        )
+        return s.OwnershipEventPage(
+            [_event(r) for r in rows], next_cursor([r.id for r in rows], limit)
+        )

@@ -1,0 +1,1 @@
+"""resolve(user, facet, persona) → relationship: the gateway's per-message call."""
