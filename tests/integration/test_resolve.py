@@ -63,7 +63,9 @@ async def test_fifty_parallel_resolves_make_one_relationship(
     assert sum(a.json()["created"] for a in answers) == 1
     async with resources.sessions() as session:
         count = await session.scalar(
-            select(func.count()).select_from(Relationship).where(Relationship.tenant_id == tenant.id)
+            select(func.count())
+            .select_from(Relationship)
+            .where(Relationship.tenant_id == tenant.id)
         )
     assert count == 1
 
@@ -141,7 +143,9 @@ async def test_facets_split_one_user_into_separate_relationships(client, make_te
         (body() | {"tenant_id": "x"}, "tenant_id"),
     ],
 )
-async def test_bad_resolve_input_is_422_naming_the_field(client, make_tenant, payload, field) -> None:
+async def test_bad_resolve_input_is_422_naming_the_field(
+    client, make_tenant, payload, field
+) -> None:
     tenant = await make_tenant()
     response = await client.post("/v1/resolve", json=payload, headers=await tenant.key("gateway"))
     assert response.status_code == 422, response.text
@@ -151,7 +155,10 @@ async def test_bad_resolve_input_is_422_naming_the_field(client, make_tenant, pa
 async def test_invalid_utf8_body_is_a_4xx_problem(client, make_tenant) -> None:
     tenant = await make_tenant()
     headers = await tenant.key("gateway") | {"Content-Type": "application/json"}
-    raw = b'{"user": {"external_id": "\xff\xfe"}, "persona": {"external_id": "p", "creator_external_id": "c"}}'
+    raw = (
+        b'{"user": {"external_id": "\xff\xfe"},'
+        b' "persona": {"external_id": "p", "creator_external_id": "c"}}'
+    )
     response = await client.post("/v1/resolve", content=raw, headers=headers)
     assert 400 <= response.status_code < 500
     assert response.headers["content-type"].startswith("application/problem+json")

@@ -1,8 +1,10 @@
-"""ASGI middleware: one id per request, in every log line and in the response header."""
+"""ASGI middleware: one id per request, in every log line and in the response header,
+and the time the server spent on it (``Server-Timing``)."""
 
 from __future__ import annotations
 
 import re
+import time
 import uuid
 
 from litestar.enums import ScopeType
@@ -25,11 +27,14 @@ def request_id_middleware(app: ASGIApp) -> ASGIApp:
         incoming = dict(scope["headers"]).get(HEADER)
         rid = incoming if incoming and _SAFE_ID.match(incoming) else uuid.uuid4().hex.encode()
         token = request_id_var.set(rid.decode())
+        started = time.perf_counter()
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
+                # Server-Timing lets clients and benchmarks see our own cost per request.
+                spent = f"app;dur={(time.perf_counter() - started) * 1000:.3f}".encode()
                 headers = list(message.get("headers", []))
-                headers.append((HEADER, rid))
+                headers += [(HEADER, rid), (b"server-timing", spent)]
                 message["headers"] = headers
             await send(message)
 

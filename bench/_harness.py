@@ -1,0 +1,165 @@
+"""Shared pieces of the HTTP benchmarks: embedded services, a server process, and a
+lean keep-alive HTTP/1.1 load generator (so the client costs less than the server)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from tether.runtime import migrate
+from tether.runtime.embedded_postgres import EmbeddedPostgres
+from tether.runtime.embedded_redis import EmbeddedRedis
+
+_TIMING = re.compile(rb"server-timing: app;dur=([0-9.]+)", re.IGNORECASE)
+_LENGTH = re.compile(rb"content-length: (\d+)", re.IGNORECASE)
+
+
+@contextmanager
+def services() -> Iterator[tuple[str, str]]:
+    """Fresh embedded Postgres + Redis in a temp dir, migrated; yields their URLs."""
+    with tempfile.TemporaryDirectory(prefix="tb") as tmp:
+        postgres, redis = EmbeddedPostgres(Path(tmp)), EmbeddedRedis(Path(tmp))
+        try:
+            database_url = postgres.start()
+            redis_url = redis.start()
+            migrate.upgrade(database_url)
+            yield database_url, redis_url
+        finally:
+            redis.stop()
+            postgres.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def api_server(database_url: str, redis_url: str, workers: int) -> Iterator[int]:
+    """The production ASGI entry point under uvicorn (httptools + uvloop)."""
+    port = free_port()
+    env = os.environ | {
+        "TETHER_DATABASE_URL": database_url,
+        "TETHER_REDIS_URL": redis_url,
+        "TETHER_LOG_LEVEL": "WARNING",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--factory",
+        "tether.asgi:create",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--no-access-log",
+        "--log-level",
+        "warning",
+    ]
+    server = subprocess.Popen(command, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+@dataclass
+class Run:
+    latencies_ms: list[float] = field(default_factory=list)
+    server_ms: list[float] = field(default_factory=list)
+    statuses: dict[int, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def pct(self, values: list[float], q: float) -> float:
+        if not values:
+            return float("nan")
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    def summary(self, name: str) -> str:
+        n = len(self.latencies_ms)
+        e2e, own = self.latencies_ms, self.server_ms
+        return (
+            f"{name:42} n={n:6d}  {n / self.seconds:8.0f} req/s  "
+            f"e2e p50={self.pct(e2e, 0.5):6.2f} p95={self.pct(e2e, 0.95):6.2f}"
+            f" p99={self.pct(e2e, 0.99):6.2f} ms  "
+            f"server p50={self.pct(own, 0.5):5.2f} p95={self.pct(own, 0.95):5.2f} ms"
+            f"  status={dict(sorted(self.statuses.items()))}"
+        )
+
+    def mean_server(self) -> float:
+        return statistics.fmean(self.server_ms) if self.server_ms else float("nan")
+
+
+async def _connection(port: int, requests: Callable[[], bytes | None], run: Run) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        while (request := requests()) is not None:
+            started = time.perf_counter()
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = _LENGTH.search(head)
+            await reader.readexactly(int(length.group(1)) if length else 0)
+            run.latencies_ms.append((time.perf_counter() - started) * 1000)
+            status = int(head[9:12])
+            run.statuses[status] = run.statuses.get(status, 0) + 1
+            if timing := _TIMING.search(head):
+                run.server_ms.append(float(timing.group(1)))
+    finally:
+        writer.close()
+
+
+def post(path: str, token: str, body: bytes) -> bytes:
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {token}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+
+def load(port: int, requests: list[bytes], concurrency: int, seconds: float | None = None) -> Run:
+    """Send ``requests`` (cycled for ``seconds`` when given, else once) over keep-alive
+    connections; returns latencies and the server's own timing."""
+    run = Run()
+    index = 0
+    deadline = None if seconds is None else time.monotonic() + seconds
+
+    def next_request() -> bytes | None:
+        nonlocal index
+        if deadline is None and index >= len(requests):
+            return None
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
+        request = requests[index % len(requests)]
+        index += 1
+        return request
+
+    async def main() -> None:
+        await asyncio.gather(*(_connection(port, next_request, run) for _ in range(concurrency)))
+
+    started = time.perf_counter()
+    asyncio.run(main())
+    run.seconds = time.perf_counter() - started
+    return run
