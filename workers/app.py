@@ -13,19 +13,11 @@ from redis import Redis as SyncRedis
 from redis.exceptions import RedisError
 
 from tether.core.logging import configure_logging
+from tether.core.redis_client import broker_url
 from tether.core.settings import Settings
 from tether.health.heartbeat import beat
 
 TASK_MODULES = ["workers.tasks.system"]
-
-
-def broker_url(redis_url: str) -> str:
-    """Kombu spells a unix-socket Redis ``redis+socket://``; TCP URLs pass through."""
-    if redis_url.startswith("unix://"):
-        path, _, query = redis_url[len("unix://") :].partition("?")
-        db = dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("db", "0")
-        return f"redis+socket://{path}?virtual_host={db}"
-    return redis_url
 
 
 def create_celery(settings: Settings) -> Celery:

@@ -8,6 +8,16 @@ from redis.asyncio import Redis
 from tether.core.settings import Settings
 
 
+def broker_url(redis_url: str) -> str:
+    """The Celery broker URL for our Redis: kombu spells a unix socket ``redis+socket://``;
+    TCP URLs pass through."""
+    if redis_url.startswith("unix://"):
+        path, _, query = redis_url[len("unix://") :].partition("?")
+        db = dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("db", "0")
+        return f"redis+socket://{path}?virtual_host={db}"
+    return redis_url
+
+
 def create_redis(settings: Settings) -> Redis:
     """A pooled client for this process (one per event loop)."""
     return Redis.from_url(
