@@ -1,0 +1,1 @@
+"""Privacy filter: masks personal data and secrets in text before it is stored or logged."""
