@@ -10,10 +10,12 @@ from litestar.handlers.base import BaseRouteHandler
 
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.principal import Principal
-from tether.core.errors import Forbidden, Unauthenticated
+from tether.core.errors import Forbidden, Unauthenticated, WrongRegion
+from tether.core.resources import Resources
 
 POLICY_OPT = "policy"
 PUBLIC_OPT = "exclude_from_auth"
+WRITE_ACTIONS = frozenset({"write", "delete"})
 
 
 def policy(obj: str, action: str) -> dict[str, Any]:
@@ -39,3 +41,17 @@ def policy_guard(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRo
     obj, action = declared
     if not enforcer.decide(principal.role.value, obj, action).allowed:
         raise Forbidden(f"role {principal.role.value!r} may not {action} {obj}")
+    if action in WRITE_ACTIONS:
+        _require_home_region(connection, principal)
+
+
+def _require_home_region(
+    connection: ASGIConnection[Any, Any, Any, Any], principal: Principal
+) -> None:
+    # Data stays in region: a deployment writes only for tenants of its own region.
+    resources: Resources = connection.app.state.resources
+    if principal.region != resources.settings.region:
+        raise WrongRegion(
+            f"tenant region {principal.region!r}, this deployment serves "
+            f"{resources.settings.region!r}"
+        )

@@ -188,3 +188,12 @@ async def test_another_tenants_key_id_cannot_be_revoked(client, make_tenant) -> 
     key_id = issued.json()["key"]["id"]
     response = await client.delete(f"/v1/api-keys/{key_id}", headers=b.admin)
     assert response.status_code == 404
+
+
+async def test_a_tenant_of_another_region_cannot_write_here(client, make_tenant) -> None:
+    elsewhere = await make_tenant(region="cn-north")
+    response = await client.post("/v1/resolve", json=body(), headers=elsewhere.admin)
+    assert response.status_code == 421
+    assert response.json()["code"] == "wrong_region"
+    reads = await client.get("/v1/relationships", headers=elsewhere.admin)
+    assert reads.status_code == 200

@@ -69,6 +69,14 @@ class PreconditionRequired(TetherError):
     title = "This write needs an If-Match header"
 
 
+class WrongRegion(TetherError):
+    """The tenant's data lives in another region; this deployment must not write it."""
+
+    status_code = 421
+    code = "wrong_region"
+    title = "This tenant belongs to another region's deployment"
+
+
 class ServiceUnavailable(TetherError):
     status_code = 503
     code = "service_unavailable"
