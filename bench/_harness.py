@@ -7,7 +7,6 @@ import asyncio
 import os
 import re
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -109,9 +108,6 @@ class Run:
             f"server p50={self.pct(own, 0.5):5.2f} p95={self.pct(own, 0.95):5.2f} ms"
             f"  status={dict(sorted(self.statuses.items()))}"
         )
-
-    def mean_server(self) -> float:
-        return statistics.fmean(self.server_ms) if self.server_ms else float("nan")
 
 
 async def _connection(port: int, requests: Callable[[], bytes | None], run: Run) -> None:

@@ -5,11 +5,6 @@ from __future__ import annotations
 from tether.core.errors import Conflict, NotFound
 
 
-class TenantNotFound(NotFound):
-    code = "tenant_not_found"
-    title = "Tenant not found"
-
-
 class TenantNameTaken(Conflict):
     code = "tenant_name_taken"
     title = "A tenant with that name exists"
@@ -23,11 +18,6 @@ class ApiKeyNotFound(NotFound):
 class UserNotFound(NotFound):
     code = "user_not_found"
     title = "User not found"
-
-
-class FacetNotFound(NotFound):
-    code = "facet_not_found"
-    title = "User facet not found"
 
 
 class CreatorNotFound(NotFound):

@@ -90,7 +90,7 @@ class GraphService:
 
     async def list_users(self, cursor: str | None, limit: int) -> s.UserPage:
         rows = await self._users.page(decode_cursor(cursor), limit)
-        return s.UserPage([_user(r) for r in rows], next_cursor([r.id for r in rows], limit))
+        return s.UserPage([_user(r) for r in rows], next_cursor(rows, limit))
 
     async def create_facet(self, user_id: uuid.UUID, data: s.FacetCreate) -> s.FacetRead:
         await self._require_user(user_id)
@@ -104,7 +104,7 @@ class GraphService:
         rows = await self._facets.page(
             decode_cursor(cursor), limit, UserFacet.global_user_id == user_id
         )
-        return s.FacetPage([_facet(r) for r in rows], next_cursor([r.id for r in rows], limit))
+        return s.FacetPage([_facet(r) for r in rows], next_cursor(rows, limit))
 
     async def create_creator(self, data: s.CreatorCreate) -> s.CreatorRead:
         creator = await self._add_unique(
@@ -138,7 +138,7 @@ class GraphService:
 
     async def list_creators(self, cursor: str | None, limit: int) -> s.CreatorPage:
         rows = await self._creators.page(decode_cursor(cursor), limit)
-        return s.CreatorPage([_creator(r) for r in rows], next_cursor([r.id for r in rows], limit))
+        return s.CreatorPage([_creator(r) for r in rows], next_cursor(rows, limit))
 
     async def create_persona(self, creator_id: uuid.UUID, data: s.PersonaCreate) -> s.PersonaRead:
         creator = await self._require_creator(creator_id)
@@ -178,4 +178,4 @@ class GraphService:
     ) -> s.PersonaPage:
         criteria = [] if creator_id is None else [CreatorPersona.creator_id == creator_id]
         rows = await self._personas.page(decode_cursor(cursor), limit, *criteria)
-        return s.PersonaPage([_persona(r) for r in rows], next_cursor([r.id for r in rows], limit))
+        return s.PersonaPage([_persona(r) for r in rows], next_cursor(rows, limit))

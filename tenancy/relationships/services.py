@@ -84,9 +84,7 @@ class RelationshipService:
         if creator_id is not None:
             criteria.append(Relationship.creator_id == creator_id)
         rows = await self._relationships.page(decode_cursor(cursor), limit, *criteria)
-        return s.RelationshipPage(
-            [_read(r) for r in rows], next_cursor([r.id for r in rows], limit)
-        )
+        return s.RelationshipPage([_read(r) for r in rows], next_cursor(rows, limit))
 
     async def update(
         self, relationship_id: uuid.UUID, data: s.RelationshipUpdate
@@ -125,6 +123,4 @@ class RelationshipService:
         rows = await self._events.page(
             decode_cursor(cursor), limit, OwnershipEvent.relationship_id == relationship_id
         )
-        return s.OwnershipEventPage(
-            [_event(r) for r in rows], next_cursor([r.id for r in rows], limit)
-        )
+        return s.OwnershipEventPage([_event(r) for r in rows], next_cursor(rows, limit))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import uuid
-from typing import Annotated
+from collections.abc import Sequence
+from typing import Annotated, Protocol
 
 import msgspec
 
@@ -31,6 +32,11 @@ def decode_cursor(cursor: str | None) -> uuid.UUID | None:
         ) from exc
 
 
-def next_cursor(ids: list[uuid.UUID], limit: int) -> str | None:
-    """A cursor when the page is full (there may be more), else None."""
-    return encode_cursor(ids[-1]) if len(ids) == limit and ids else None
+class HasId(Protocol):
+    @property
+    def id(self) -> uuid.UUID: ...
+
+
+def next_cursor(rows: Sequence[HasId], limit: int) -> str | None:
+    """A cursor after the last row when the page is full (there may be more), else None."""
+    return encode_cursor(rows[-1].id) if rows and len(rows) == limit else None

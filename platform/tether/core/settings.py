@@ -19,7 +19,6 @@ class ApiSettings(BaseModel):
     """HTTP limits and behaviour."""
 
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
-    cors_origins: list[str] = Field(default_factory=list)
 
 
 class DatabaseSettings(BaseModel):
@@ -40,9 +39,7 @@ class WorkerSettings(BaseModel):
 class IdentitySettings(BaseModel):
     """Identity plane limits and cache behaviour."""
 
-    external_id_max_length: int = Field(default=128, ge=8, le=512)
     cache_ttl_seconds: int = Field(default=7 * 24 * 3600, ge=60)
-    page_size_max: int = Field(default=200, ge=1)
 
 
 class Settings(BaseSettings):

@@ -77,4 +77,4 @@ class PersonaProfileService:
             decode_cursor(cursor), limit, PersonaProfileVersion.creator_persona_id == persona_id
         )
         items = [_read(persona_id, r) for r in rows]
-        return PersonaProfilePage(items, next_cursor([r.id for r in rows], limit))
+        return PersonaProfilePage(items, next_cursor(rows, limit))
