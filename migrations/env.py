@@ -11,6 +11,7 @@ from sqlalchemy.pool import NullPool
 
 from tether.core.database import async_url
 from tether.core.settings import Settings
+from tether.runtime.migrate import include_object
 from tether.schema import metadata
 
 config = context.config
@@ -24,7 +25,12 @@ def _database_url() -> str:
 
 
 def _run(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=metadata, compare_type=True)
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        compare_type=True,
+        include_object=include_object,
+    )
     with context.begin_transaction():
         context.run_migrations()
 

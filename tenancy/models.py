@@ -17,7 +17,7 @@ from sqlalchemy import (
     UniqueConstraint,
     func,
 )
-from sqlalchemy.dialects.postgresql import UUID
+from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tenancy.enums import OperatorKind, PrivacyMode, Role
@@ -50,6 +50,8 @@ class Tenant(Base):
     id: Mapped[uuid.UUID] = _pk()
     name: Mapped[str] = mapped_column(String(128), unique=True)
     region: Mapped[str] = mapped_column(String(64))
+    # The tenant's own privacy patterns: [[tag, regex], ...] (see docs/privacy-filter.md).
+    privacy_patterns: Mapped[list[list[str]]] = mapped_column(JSONB, server_default="[]")
     created_at: Mapped[datetime] = _created()
 
 

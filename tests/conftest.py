@@ -98,21 +98,27 @@ async def client(settings: Settings, resources: Resources) -> AsyncIterator[http
         yield http
 
 
-@pytest.fixture(scope="module")
-def celery_worker(settings: Settings) -> Iterator[subprocess.Popen[bytes]]:
-    """A real Celery worker process against this module's database and Redis."""
+def start_worker(
+    settings: Settings, extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start a real solo Celery worker and wait for its first heartbeat."""
     redis = SyncRedis.from_url(settings.require_redis_url())
     redis.delete(HEARTBEAT_KEY)
     command = [*worker_command(settings, with_beat=False), "--pool", "solo"]
-    env = worker_env(settings) | {"TETHER_WORKER__HEARTBEAT_SECONDS": "0.5"}
+    env = worker_env(settings) | {"TETHER_WORKER__HEARTBEAT_SECONDS": "0.5"} | (extra_env or {})
     worker = subprocess.Popen(command, env=env, stdout=sys.stderr, stderr=sys.stderr)
     deadline = time.monotonic() + 60
     while redis.get(HEARTBEAT_KEY) is None:
-        if worker.poll() is not None or time.monotonic() > deadline:
+        if worker.poll() is not None:
+            raise RuntimeError(f"the worker exited with {worker.returncode}")
+        if time.monotonic() > deadline:
             worker.kill()
-            raise RuntimeError("the Celery worker did not start")
+            raise RuntimeError("the worker did not beat within 60 s")
         time.sleep(0.1)
-    yield worker
+    return worker
+
+
+def stop_worker(worker: subprocess.Popen[bytes]) -> None:
     if worker.poll() is None:
         worker.terminate()
         try:
@@ -120,6 +126,14 @@ def celery_worker(settings: Settings) -> Iterator[subprocess.Popen[bytes]]:
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait()
+
+
+@pytest.fixture(scope="module")
+def celery_worker(settings: Settings) -> Iterator[subprocess.Popen[bytes]]:
+    """A real Celery worker process against this module's database and Redis."""
+    worker = start_worker(settings)
+    yield worker
+    stop_worker(worker)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
 from redis import Redis as SyncRedis
 from redis.exceptions import RedisError
 
@@ -16,13 +16,16 @@ from tether.core.logging import configure_logging
 from tether.core.redis_client import broker_url
 from tether.core.settings import Settings
 from tether.health.heartbeat import beat
+from workers import runtime
 
-TASK_MODULES = ["workers.tasks.system"]
+TASK_MODULES = ["workers.tasks.system", "workers.tasks.turns", "workers.tasks.sessions"]
+
+SWEEP_TASK = "sessions.sweep"
 
 
 def create_celery(settings: Settings) -> Celery:
     """A Celery app bound to ``settings`` with at-least-once delivery."""
-    url = broker_url(settings.require_redis_url())
+    url = broker_url(settings.require_broker_url())
     app = Celery("tether", broker=url, include=TASK_MODULES)
     app.conf.update(
         task_acks_late=True,  # a killed worker's task is redelivered, never lost
@@ -32,11 +35,22 @@ def create_celery(settings: Settings) -> Celery:
         task_serializer="json",
         accept_content=["json"],
         broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": 300},
+        broker_transport_options={"visibility_timeout": settings.worker.visibility_timeout_seconds},
         worker_hijack_root_logger=False,
+        beat_schedule={
+            "end-idle-sessions": {
+                "task": SWEEP_TASK,
+                "schedule": settings.ingest.sweep_interval_seconds,
+            }
+        },
     )
     app.conf.tether_settings = settings
     return app
+
+
+def settings_of(celery: Celery) -> Settings:
+    settings: Settings = celery.conf.tether_settings
+    return settings
 
 
 class _Heartbeat:
@@ -72,3 +86,8 @@ def _start_heartbeat(**_: Any) -> None:
 @worker_shutdown.connect
 def _stop_heartbeat(**_: Any) -> None:
     _heartbeat.stop()
+
+
+@worker_process_shutdown.connect
+def _close_runtime(**_: Any) -> None:
+    runtime.close()

@@ -19,19 +19,23 @@ from tenancy.access.deps import provide_principal
 from tenancy.access.guard import policy_guard
 from tenancy.access.middleware import ApiKeyAuthMiddleware
 from tenancy.access.policy import PolicyEnforcer
+from tenancy.relationships.deps import provide_card_cache, provide_relationship_directory
 from tether.api.problems import EXCEPTION_HANDLERS
 from tether.api.request_id import request_id_middleware
 from tether.core.deps import provide_redis, provide_resources, provide_session, provide_settings
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
 from tether.health.deps import provide_health_service
+from tether.privacy.tenant_filters import TenantFilters
 from tether.routes import ROUTE_HANDLERS
+from tether.turns.claims import TurnClaims
 
 
 def bind_resources(app: Litestar, resources: Resources) -> None:
     """Attach this event loop's resources to the app (the lifespan does it; tests may)."""
     app.state.resources = resources
     app.state.authenticator = Authenticator(resources.sessions)
+    app.state.turn_claims = TurnClaims(resources.redis, resources.settings.ingest)
 
 
 def create_app(settings: Settings) -> Litestar:
@@ -46,13 +50,20 @@ def create_app(settings: Settings) -> Litestar:
     return Litestar(
         route_handlers=ROUTE_HANDLERS,
         lifespan=[lifespan],
-        state=State({"policy": PolicyEnforcer()}),
+        state=State(
+            {
+                "policy": PolicyEnforcer(),
+                "privacy_filters": TenantFilters(settings.identity.tenant_settings_ttl_seconds),
+            }
+        ),
         dependencies={
             "resources": Provide(provide_resources, sync_to_thread=False),
             "settings": Provide(provide_settings, sync_to_thread=False),
             "redis": Provide(provide_redis, sync_to_thread=False),
             "db_session": Provide(provide_session),
             "principal": Provide(provide_principal, sync_to_thread=False),
+            "card_cache": Provide(provide_card_cache, sync_to_thread=False),
+            "relationship_directory": Provide(provide_relationship_directory, sync_to_thread=False),
             "health_service": Provide(provide_health_service, sync_to_thread=False),
         },
         middleware=[DefineMiddleware(ApiKeyAuthMiddleware, exclude=["^/schema"])],

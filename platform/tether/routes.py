@@ -10,6 +10,7 @@ from tenancy.relationships.controllers import RelationshipController, UserRelati
 from tenancy.resolve.controllers import ResolveController
 from tether.health.controllers import HealthController
 from tether.personas.controllers import PersonaProfileController
+from tether.turns.controllers import TurnController
 
 ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     HealthController,
@@ -21,4 +22,5 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     RelationshipController,
     UserRelationshipController,
     PersonaProfileController,
+    TurnController,
 ]

@@ -11,6 +11,7 @@ from tenancy.access.principal import Principal
 from tenancy.errors import RelationshipNotFound
 from tenancy.models import OwnershipEvent, Relationship
 from tenancy.relationships import schemas as s
+from tenancy.relationships.directory import CardCache, load_card, publish_on_commit
 from tenancy.relationships.repositories import OwnershipEventRepository, RelationshipRepository
 from tether.core.pagination import decode_cursor, next_cursor
 
@@ -48,9 +49,10 @@ def _event(row: OwnershipEvent) -> s.OwnershipEventRead:
 class RelationshipService:
     """Relationships as one key may see them; another tenant's id is simply not found."""
 
-    def __init__(self, session: AsyncSession, principal: Principal) -> None:
+    def __init__(self, session: AsyncSession, principal: Principal, cards: CardCache) -> None:
         self._session = session
         self._principal = principal
+        self._cards = cards
         self._relationships = RelationshipRepository(session, principal.tenant_id)
         self._events = OwnershipEventRepository(session, principal.tenant_id)
 
@@ -92,6 +94,7 @@ class RelationshipService:
         relationship = await self.require(relationship_id)
         relationship.privacy_mode = data.privacy_mode
         await self._session.flush()
+        await self._publish(relationship)
         return _read(relationship)
 
     async def transfer(
@@ -113,8 +116,15 @@ class RelationshipService:
         relationship.operator_id = data.to.id
         relationship.ownership_changed_at = datetime.now(UTC)
         await self._session.flush()
+        await self._publish(relationship)
         await self._session.refresh(event)
         return _event(event)
+
+    async def _publish(self, relationship: Relationship) -> None:
+        """The write and read paths authorise from the cached card: replace it at commit."""
+        card = await load_card(self._session, relationship.tenant_id, relationship.id)
+        if card is not None:
+            publish_on_commit(self._session, self._cards, card)
 
     async def events(
         self, relationship_id: uuid.UUID, cursor: str | None, limit: int

@@ -20,7 +20,12 @@ def _schema_diff(url: str) -> list[object]:
         engine = create_async_engine(async_url(url))
         async with engine.connect() as conn:
             result = await conn.run_sync(
-                lambda sync: compare_metadata(MigrationContext.configure(sync), metadata)
+                lambda sync: compare_metadata(
+                    MigrationContext.configure(
+                        sync, opts={"include_object": migrate.include_object}
+                    ),
+                    metadata,
+                )
             )
         await engine.dispose()
         return list(result)

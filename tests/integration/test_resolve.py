@@ -1,18 +1,17 @@
 """POST /v1/resolve: creation, idempotency, concurrency, the cache, Redis outages."""
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import httpx
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import func, select
 
 from tenancy.models import Relationship
 from tether.api.request_id import request_id_middleware
 from tether.app import bind_resources, create_app
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
+from tests.support import count_sql
 
 pytestmark = pytest.mark.integration
 
@@ -23,20 +22,6 @@ def body(user: str = "u-1", persona: str = "p-1", creator: str = "c-1", facet: s
         "facet": facet,
         "persona": {"external_id": persona, "creator_external_id": creator},
     }
-
-
-@contextmanager
-def count_sql(resources: Resources) -> Iterator[list[str]]:
-    statements: list[str] = []
-
-    def record(_conn, _cursor, statement, *_args) -> None:  # type: ignore[no-untyped-def]
-        statements.append(statement)
-
-    event.listen(resources.engine.sync_engine, "before_cursor_execute", record)
-    try:
-        yield statements
-    finally:
-        event.remove(resources.engine.sync_engine, "before_cursor_execute", record)
 
 
 async def test_first_resolve_creates_everything_then_returns_the_same(client, make_tenant) -> None:

@@ -51,13 +51,21 @@ def problem(
 # "Object missing required field `persona`", "Object contains unknown field `x`".
 _AT_PATH = re.compile(r"at `\$\.?([^`]*)`")
 _NAMED_FIELD = re.compile(r"field `([^`]+)`")
+_INDEX = re.compile(r"\.(\d+)(?=\.|$)")
 
 
-def _field_name(message: str, fallback: str) -> str:
+def _field_name(message: str, key: str | None) -> str:
+    """``turns[0].extra`` from Litestar's key (``turns.0``, or the path in the message)
+    and the field msgspec names in the message."""
     path = _AT_PATH.search(message)
+    base = path.group(1) if path else _INDEX.sub(r"[\1]", key or "")
+    if base == "data":  # the body itself
+        base = ""
     named = _NAMED_FIELD.search(message)
-    parts = [p for p in (path.group(1) if path else "", named.group(1) if named else "") if p]
-    return ".".join(parts) or fallback
+    field = named.group(1) if named else ""
+    if field and not base.endswith(field):
+        base = f"{base}.{field}" if base else field
+    return base or "body"
 
 
 def _field_errors(extra: Any) -> list[dict[str, str]]:
@@ -67,8 +75,10 @@ def _field_errors(extra: Any) -> list[dict[str, str]]:
     for item in extra:
         if isinstance(item, dict):
             message = str(item.get("message", "invalid"))
-            fallback = str(item.get("key") or item.get("source") or "body")
-            errors.append({"field": _field_name(message, fallback), "message": message})
+            key = item.get("key")
+            errors.append(
+                {"field": _field_name(message, str(key) if key else None), "message": message}
+            )
     return errors
 
 

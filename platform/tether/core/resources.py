@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from tether.core.database import create_engine, create_session_factory
 from tether.core.redis_client import create_redis
 from tether.core.settings import Settings
+from tether.core.tasks import TaskQueue
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,15 +21,18 @@ class Resources:
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
     redis: Redis
+    tasks: TaskQueue
 
 
 @asynccontextmanager
 async def open_resources(settings: Settings) -> AsyncIterator[Resources]:
-    """Create the engine and Redis pool for this loop; dispose both on exit."""
+    """Create the engine, Redis pool and task sender for this loop; dispose them on exit."""
     engine = create_engine(settings)
     redis = create_redis(settings)
+    tasks = TaskQueue(settings)
     try:
-        yield Resources(settings, engine, create_session_factory(engine), redis)
+        yield Resources(settings, engine, create_session_factory(engine), redis, tasks)
     finally:
+        tasks.close()
         await redis.aclose()
         await engine.dispose()

@@ -34,12 +34,39 @@ class WorkerSettings(BaseModel):
 
     concurrency: int = Field(default=2, ge=1)
     heartbeat_seconds: float = Field(default=5.0, gt=0)
+    # A task unacknowledged this long (its worker died) is delivered again.
+    visibility_timeout_seconds: int = Field(default=300, ge=1)
+    # How often a worker looks for such abandoned tasks.
+    restore_interval_seconds: int = Field(default=10, ge=1)
 
 
 class IdentitySettings(BaseModel):
     """Identity plane limits and cache behaviour."""
 
     cache_ttl_seconds: int = Field(default=7 * 24 * 3600, ge=60)
+    # Relationship cards (owner, operator, privacy mode) cached for the write/read paths;
+    # changes invalidate them at once, the TTL only bounds memory.
+    card_ttl_seconds: int = Field(default=3600, ge=10)
+    # Tenant settings (privacy patterns) are re-read this often per process.
+    tenant_settings_ttl_seconds: float = Field(default=30.0, ge=0)
+
+
+class IngestSettings(BaseModel):
+    """Turn ingestion limits, dedup windows and working memory."""
+
+    max_batch: int = Field(default=100, ge=1, le=1000)
+    max_text_chars: int = Field(default=8000, ge=1)
+    max_session_id_chars: int = Field(default=128, ge=1, le=128)
+    dedup_window_seconds: int = Field(default=300, ge=1)
+    idempotency_ttl_seconds: int = Field(default=24 * 3600, ge=60)
+    # How far in the future a turn's ``at`` may be (client clocks drift).
+    max_clock_skew_seconds: int = Field(default=300, ge=0)
+    working_memory_turns: int = Field(default=50, ge=1)
+    working_memory_ttl_seconds: int = Field(default=24 * 3600, ge=60)
+    session_idle_minutes: float = Field(default=30.0, gt=0)
+    sweep_interval_seconds: float = Field(default=60.0, gt=0)
+    # How long the session-end task waits for queued turns to become durable.
+    end_wait_seconds: float = Field(default=60.0, ge=0)
 
 
 class Settings(BaseSettings):
@@ -64,11 +91,14 @@ class Settings(BaseSettings):
     port: int = Field(default=8000, ge=0, le=65535)
     log_level: LogLevel = "INFO"
     region: str = "local"
+    # The Celery broker; unset means the same Redis as ``redis_url``.
+    broker_url: str | None = None
 
     api: ApiSettings = ApiSettings()
     db: DatabaseSettings = DatabaseSettings()
     worker: WorkerSettings = WorkerSettings()
     identity: IdentitySettings = IdentitySettings()
+    ingest: IngestSettings = IngestSettings()
 
     @property
     def is_embedded(self) -> bool:
@@ -84,6 +114,10 @@ class Settings(BaseSettings):
         if self.database_url is None:
             raise RuntimeError("TETHER_DATABASE_URL is not set and no embedded Postgres runs")
         return self.database_url
+
+    def require_broker_url(self) -> str:
+        """Where tasks go: the dedicated broker if set, else the Redis of ``redis_url``."""
+        return self.broker_url or self.require_redis_url()
 
     def require_redis_url(self) -> str:
         """The Redis URL, or a clear error when the embedded runtime was not started."""

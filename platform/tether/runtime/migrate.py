@@ -14,9 +14,15 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from tether.core.database import async_url
+from tether.core.partitions import is_partition
 
 # platform/tether/runtime/migrate.py -> the repository root
 REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def include_object(_: object, name: str | None, kind: str, reflected: bool, __: object) -> bool:
+    """What Alembic compares: partitions are made by their parent's migration, not models."""
+    return not (kind == "table" and reflected and name is not None and is_partition(name))
 
 
 def alembic_config(database_url: str) -> Config:

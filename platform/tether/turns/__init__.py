@@ -1,0 +1,1 @@
+"""Turn ingestion: dedup, privacy filter, working memory, durable raw turns, sessions."""

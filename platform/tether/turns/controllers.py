@@ -1,0 +1,75 @@
+"""POST/GET /v1/relationships/{id}/turns and POST .../sessions/{session_id}/end."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+import msgspec
+from litestar import Controller, get, post
+from litestar.di import NamedDependency, Provide
+from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.status_codes import HTTP_202_ACCEPTED
+
+from tenancy.access.guard import policy
+from tether.core.pagination import DEFAULT_LIMIT, Limit
+from tether.turns.deps import provide_ingest_service, provide_session_service
+from tether.turns.schemas import SessionEnded, StoredTurnPage, TurnBatch, TurnBatchResult
+from tether.turns.services import IngestService
+from tether.turns.sessions import SessionService
+
+SessionId = Annotated[
+    str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")
+]
+
+
+class TurnController(Controller):
+    path = "/v1/relationships/{relationship_id:uuid}"
+    tags = ["turns"]  # noqa: RUF012
+    dependencies = {  # noqa: RUF012
+        "ingest_service": Provide(provide_ingest_service, sync_to_thread=False),
+        "session_service": Provide(provide_session_service, sync_to_thread=False),
+    }
+
+    @post(
+        "/turns",
+        operation_id="IngestTurns",
+        status_code=HTTP_202_ACCEPTED,
+        opt=policy("relationship_memory", "write"),
+    )
+    async def ingest(
+        self,
+        relationship_id: FromPath[uuid.UUID],
+        data: JSONBody[TurnBatch],
+        ingest_service: NamedDependency[IngestService],
+    ) -> TurnBatchResult:
+        """Accept 1..100 turns; durable storage and extraction happen in workers.
+        Each result says accepted / duplicate (with the stored turn's id) / dropped."""
+        return await ingest_service.ingest(relationship_id, data)
+
+    @get("/turns", operation_id="ListTurns", opt=policy("relationship_memory", "read"))
+    async def list_turns(
+        self,
+        relationship_id: FromPath[uuid.UUID],
+        ingest_service: NamedDependency[IngestService],
+        session_id: FromQuery[SessionId | None] = None,
+        cursor: FromQuery[str | None] = None,
+        limit: FromQuery[Limit] = DEFAULT_LIMIT,
+    ) -> StoredTurnPage:
+        """Stored turns (after the privacy filter), oldest first."""
+        return await ingest_service.page(relationship_id, session_id, cursor, limit)
+
+    @post(
+        "/sessions/{session_id:str}/end",
+        operation_id="EndSession",
+        status_code=HTTP_202_ACCEPTED,
+        opt=policy("relationship_memory", "write"),
+    )
+    async def end_session(
+        self,
+        relationship_id: FromPath[uuid.UUID],
+        session_id: FromPath[SessionId],
+        session_service: NamedDependency[SessionService],
+    ) -> SessionEnded:
+        """Close the session and schedule the extraction of its memories."""
+        return await session_service.end(relationship_id, session_id)

@@ -1,0 +1,165 @@
+"""Relationship cards: what the content plane needs to know about a relationship
+(who owns and operates it, its privacy mode) to authorise a request, from Redis.
+
+The write and read paths must not touch Postgres per message, so the card of every
+relationship in use is cached. Readers fill the cache with SET NX and writers of a
+change overwrite it after commit, so a reader holding an old row can never overwrite
+a newer card. Redis down means Postgres answers (and the caller learns it).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import msgspec
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenancy.access.principal import Principal
+from tenancy.enums import OperatorKind, PrivacyMode, Role
+from tenancy.errors import RelationshipNotFound
+from tenancy.ids import RelationshipId, RelationshipScope
+from tenancy.models import Creator, Relationship
+from tether.core.ids import TenantId
+from tether.core.unit_of_work import on_commit
+
+log = logging.getLogger(__name__)
+
+
+class RelationshipCard(msgspec.Struct, array_like=True, frozen=True):
+    id: uuid.UUID
+    tenant_id: uuid.UUID
+    global_user_id: uuid.UUID
+    user_facet_id: uuid.UUID
+    creator_persona_id: uuid.UUID
+    creator_id: uuid.UUID
+    creator_external_id: str
+    operator_kind: OperatorKind
+    operator_id: str | None
+    privacy_mode: PrivacyMode
+
+    @property
+    def scope(self) -> RelationshipScope:
+        return RelationshipScope(TenantId(self.tenant_id), RelationshipId(self.id))
+
+    def visible_to(self, principal: Principal) -> bool:
+        """The same rule as the SQL visibility predicate, for a cached card."""
+        if principal.tenant_id != self.tenant_id:
+            return False
+        if principal.role == Role.CREATOR:
+            return principal.subject is not None and principal.subject == self.creator_external_id
+        if principal.role == Role.OPERATOR:
+            return (
+                principal.subject is not None
+                and self.operator_kind == OperatorKind.POOL
+                and self.operator_id == principal.subject
+            )
+        return True
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(RelationshipCard)
+
+
+def card_key(tenant_id: uuid.UUID, relationship_id: uuid.UUID) -> str:
+    return f"tether:rel:{tenant_id}:{relationship_id}"
+
+
+async def load_card(
+    session: AsyncSession, tenant_id: uuid.UUID, relationship_id: uuid.UUID
+) -> RelationshipCard | None:
+    """The card from Postgres (the truth), scoped to the tenant."""
+    statement = (
+        select(Relationship, Creator.external_id)
+        .join(Creator, Creator.id == Relationship.creator_id)
+        .where(Relationship.tenant_id == tenant_id, Relationship.id == relationship_id)
+    )
+    row = (await session.execute(statement)).one_or_none()
+    if row is None:
+        return None
+    relationship, creator_external_id = row
+    return card_of(relationship, creator_external_id)
+
+
+def card_of(relationship: Relationship, creator_external_id: str) -> RelationshipCard:
+    return RelationshipCard(
+        id=relationship.id,
+        tenant_id=relationship.tenant_id,
+        global_user_id=relationship.global_user_id,
+        user_facet_id=relationship.user_facet_id,
+        creator_persona_id=relationship.creator_persona_id,
+        creator_id=relationship.creator_id,
+        creator_external_id=creator_external_id,
+        operator_kind=relationship.operator_kind,
+        operator_id=relationship.operator_id,
+        privacy_mode=relationship.privacy_mode,
+    )
+
+
+class CardCache:
+    def __init__(self, redis: Redis, ttl_seconds: int) -> None:
+        self._redis = redis
+        self._ttl = ttl_seconds
+
+    async def get(self, tenant_id: uuid.UUID, relationship_id: uuid.UUID) -> RelationshipCard:
+        """The cached card; KeyError on a miss; RedisError when Redis is away."""
+        raw = await self._redis.get(card_key(tenant_id, relationship_id))
+        if raw is None:
+            raise KeyError(relationship_id)
+        return _decoder.decode(raw.encode() if isinstance(raw, str) else raw)
+
+    async def fill(self, card: RelationshipCard) -> None:
+        """Cache a card read from Postgres unless a newer one is already there."""
+        key = card_key(card.tenant_id, card.id)
+        try:
+            await self._redis.set(key, _encoder.encode(card), ex=self._ttl, nx=True)
+        except RedisError as exc:
+            log.warning("relationship card not cached: %s", type(exc).__name__)
+
+    async def replace(self, card: RelationshipCard) -> None:
+        """Publish a changed card (after its transaction committed)."""
+        key = card_key(card.tenant_id, card.id)
+        try:
+            await self._redis.set(key, _encoder.encode(card), ex=self._ttl)
+        except RedisError as exc:
+            log.error("relationship card %s stale until its TTL: %s", card.id, exc)
+
+
+class RelationshipDirectory:
+    """Opens a relationship for a principal: the card if the principal may see it."""
+
+    def __init__(self, session: AsyncSession, cache: CardCache, principal: Principal) -> None:
+        self._session = session
+        self._cache = cache
+        self._principal = principal
+        self.redis_degraded = False
+
+    async def open(self, relationship_id: uuid.UUID) -> RelationshipCard:
+        tenant_id = self._principal.tenant_id
+        try:
+            card: RelationshipCard | None = await self._cache.get(tenant_id, relationship_id)
+        except KeyError:
+            card = await self._from_postgres(tenant_id, relationship_id, fill=True)
+        except RedisError as exc:
+            log.warning("relationship cards unavailable, reading Postgres: %s", exc)
+            self.redis_degraded = True
+            card = await self._from_postgres(tenant_id, relationship_id, fill=False)
+        if card is None or not card.visible_to(self._principal):
+            raise RelationshipNotFound(f"no relationship {relationship_id}")
+        return card
+
+    async def _from_postgres(
+        self, tenant_id: uuid.UUID, relationship_id: uuid.UUID, fill: bool
+    ) -> RelationshipCard | None:
+        card = await load_card(self._session, tenant_id, relationship_id)
+        if card is not None and fill:
+            await self._cache.fill(card)
+        return card
+
+
+def publish_on_commit(session: AsyncSession, cache: CardCache, card: RelationshipCard) -> None:
+    """Replace the cached card once the change that produced it has committed."""
+    on_commit(session, lambda: cache.replace(card))

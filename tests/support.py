@@ -1,0 +1,44 @@
+"""Helpers shared by test modules (not fixtures)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import event
+
+from tether.core.resources import Resources
+
+
+@contextmanager
+def count_sql(resources: Resources) -> Iterator[list[str]]:
+    """Every SQL statement the app's engine runs inside the block."""
+    statements: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(resources.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(resources.engine.sync_engine, "before_cursor_execute", record)
+
+
+def wait_until(predicate: Callable[[], bool], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def resolve_body(
+    user: str = "u-1", persona: str = "p-1", creator: str = "c-1", facet: str = "default"
+) -> dict[str, Any]:
+    return {
+        "user": {"external_id": user},
+        "facet": facet,
+        "persona": {"external_id": persona, "creator_external_id": creator},
+    }

@@ -1,0 +1,51 @@
+"""Making accepted turns durable."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import update
+
+from tenancy.ids import RelationshipId, RelationshipScope
+from tenancy.models import Relationship
+from tether.core.database import transaction
+from tether.core.ids import TenantId
+from tether.core.resources import Resources
+from tether.turns.pending import PendingTurn
+from tether.turns.services import PERSIST_TASK, store_turns
+from workers.app import app, settings_of
+from workers.runtime import run
+
+
+def scope_of(tenant_id: str, relationship_id: str) -> RelationshipScope:
+    return RelationshipScope(
+        TenantId(uuid.UUID(tenant_id)), RelationshipId(uuid.UUID(relationship_id))
+    )
+
+
+async def _persist(resources: Resources, scope: RelationshipScope, turns: list[PendingTurn]) -> int:
+    async with transaction(resources.sessions) as session:
+        inserted = await store_turns(session, scope, turns)
+        if inserted:
+            latest = max(t.at for t in inserted)
+            await session.execute(
+                update(Relationship)
+                .where(
+                    Relationship.tenant_id == scope.tenant_id,
+                    Relationship.id == scope.relationship_id,
+                    (Relationship.last_active_at.is_(None))
+                    | (Relationship.last_active_at < latest),
+                )
+                .values(last_active_at=latest)
+            )
+    return len(inserted)
+
+
+@app.task(name=PERSIST_TASK)
+def persist(tenant_id: str, relationship_id: str, wire: list[list[Any]]) -> int:
+    """Insert the turns that are not stored yet. Redelivery (late acks) and the API's
+    synchronous fallback may both write a turn: the turn id makes that a no-op."""
+    scope = scope_of(tenant_id, relationship_id)
+    turns = [PendingTurn.from_wire(item) for item in wire]
+    return run(settings_of(app), lambda resources: _persist(resources, scope, turns))
