@@ -1,0 +1,1 @@
+"""Relationship memories: the record, extraction, consolidation and lifecycle."""

@@ -1,0 +1,1 @@
+"""Adapters for what is outside our control: embedding models and chat LLMs."""
