@@ -28,6 +28,8 @@ RUN pip install --upgrade pip \
 FROM python:3.11-slim AS runtime
 
 ENV PATH=/opt/venv/bin:$PATH \
+    OPENBLAS_NUM_THREADS=1 \
+    OMP_NUM_THREADS=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     TETHER_DATA_DIR=/tmp/tether

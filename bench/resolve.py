@@ -14,52 +14,7 @@ import asyncio
 import json
 import random
 
-from _harness import api_server, load, post, services
-from sqlalchemy import text
-
-from tenancy.access.schemas import ApiKeyCreate
-from tenancy.access.services import ApiKeyService, TenantService
-from tenancy.enums import Role
-from tether.core.database import create_engine, create_session_factory, transaction
-from tether.core.ids import TenantId
-from tether.core.settings import Settings
-
-SEED = """
-INSERT INTO global_users (id, tenant_id, external_id)
-  SELECT gen_random_uuid(), :t, 'u-' || g FROM generate_series(1, :n) g;
-INSERT INTO user_facets (id, tenant_id, global_user_id, name)
-  SELECT gen_random_uuid(), :t, id, 'default' FROM global_users WHERE tenant_id = :t;
-INSERT INTO creators (id, tenant_id, external_id, display_name)
-  SELECT gen_random_uuid(), :t, 'c-' || g, '' FROM generate_series(1, :creators) g;
-INSERT INTO creator_personas (id, tenant_id, creator_id, external_id, display_name)
-  SELECT gen_random_uuid(), :t, id, 'p-' || substr(external_id, 3), '' FROM creators
-  WHERE tenant_id = :t;
-INSERT INTO relationships (id, tenant_id, user_facet_id, creator_persona_id, global_user_id,
-                           creator_id, operator_kind, operator_id, privacy_mode)
-  SELECT gen_random_uuid(), :t, f.id, p.id, u.id, p.creator_id, 'creator', c.external_id, 'normal'
-  FROM global_users u
-  JOIN user_facets f ON f.global_user_id = u.id
-  JOIN creators c ON c.tenant_id = :t
-       AND c.external_id = 'c-' || (1 + substr(u.external_id, 3)::int % :creators)
-  JOIN creator_personas p ON p.creator_id = c.id
-  WHERE u.tenant_id = :t;
-ANALYZE;
-"""
-
-
-async def seed(database_url: str, redis_url: str, n: int, creators: int) -> str:
-    engine = create_engine(Settings(database_url=database_url, redis_url=redis_url))
-    factory = create_session_factory(engine)
-    async with transaction(factory) as session:
-        tenant = await TenantService(session).create("bench", "local")
-        key = await ApiKeyService(session, TenantId(tenant.tenant_id)).issue(
-            ApiKeyCreate(role=Role.GATEWAY)
-        )
-        for statement in SEED.strip().split(";\n"):
-            params = {"t": tenant.tenant_id, "n": n, "creators": creators}
-            await session.execute(text(statement), params if ":" in statement else {})
-    await engine.dispose()
-    return key.token
+from _harness import api_server, load, post, seed, services
 
 
 def body(user: int, creators: int) -> bytes:

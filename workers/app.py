@@ -8,7 +8,12 @@ import threading
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
+from celery.signals import (
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+)
 from redis import Redis as SyncRedis
 from redis.exceptions import RedisError
 
@@ -18,9 +23,15 @@ from tether.core.settings import Settings
 from tether.health.heartbeat import beat
 from workers import runtime
 
-TASK_MODULES = ["workers.tasks.system", "workers.tasks.turns", "workers.tasks.sessions"]
+TASK_MODULES = [
+    "workers.tasks.system",
+    "workers.tasks.turns",
+    "workers.tasks.sessions",
+    "workers.tasks.memories",
+]
 
 SWEEP_TASK = "sessions.sweep"
+EXPIRY_TASK = "memories.expire"
 
 
 def create_celery(settings: Settings) -> Celery:
@@ -41,7 +52,11 @@ def create_celery(settings: Settings) -> Celery:
             "end-idle-sessions": {
                 "task": SWEEP_TASK,
                 "schedule": settings.ingest.sweep_interval_seconds,
-            }
+            },
+            "expire-memories": {
+                "task": EXPIRY_TASK,
+                "schedule": settings.memory.expiry_sweep_seconds,
+            },
         },
     )
     app.conf.tether_settings = settings
@@ -86,6 +101,14 @@ def _start_heartbeat(**_: Any) -> None:
 @worker_shutdown.connect
 def _stop_heartbeat(**_: Any) -> None:
     _heartbeat.stop()
+
+
+@worker_process_init.connect
+def _warm_up(**_: Any) -> None:
+    # Each process loads the tokenizer dictionary and its model once, before any task.
+    from workers.services import warm_up_process
+
+    warm_up_process(_settings)
 
 
 @worker_process_shutdown.connect

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from litestar import Litestar
 from litestar.datastructures import State
 from litestar.di import Provide
@@ -27,6 +28,8 @@ from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
 from tether.health.deps import provide_health_service
 from tether.privacy.tenant_filters import TenantFilters
+from tether.providers.configured import embedding_provider, rank_weights, warm_up
+from tether.recall.hot import PartitionStore
 from tether.routes import ROUTE_HANDLERS
 from tether.turns.claims import TurnClaims
 
@@ -36,6 +39,13 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
     app.state.resources = resources
     app.state.authenticator = Authenticator(resources.sessions)
     app.state.turn_claims = TurnClaims(resources.redis, resources.settings.ingest)
+    recall = resources.settings.recall
+    app.state.partitions = PartitionStore(
+        resources.redis,
+        rank_weights(resources.settings),
+        recall.hot_ttl_seconds,
+        recall.local_partitions,
+    )
 
 
 def create_app(settings: Settings) -> Litestar:
@@ -45,7 +55,11 @@ def create_app(settings: Settings) -> Litestar:
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         async with open_resources(settings) as resources:
             bind_resources(app, resources)
+            # Load the tokenizer dictionary and the embedding model before the first
+            # request (not on it), off the event loop.
+            await anyio.to_thread.run_sync(warm_up, settings, app.state.embedder)
             yield
+            await app.state.embedder.aclose()
 
     return Litestar(
         route_handlers=ROUTE_HANDLERS,
@@ -54,6 +68,7 @@ def create_app(settings: Settings) -> Litestar:
             {
                 "policy": PolicyEnforcer(),
                 "privacy_filters": TenantFilters(settings.identity.tenant_settings_ttl_seconds),
+                "embedder": embedding_provider(settings),
             }
         ),
         dependencies={

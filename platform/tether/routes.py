@@ -8,8 +8,11 @@ from tenancy.access.controllers import ApiKeyController
 from tenancy.graph.controllers import CreatorController, PersonaController, UserController
 from tenancy.relationships.controllers import RelationshipController, UserRelationshipController
 from tenancy.resolve.controllers import ResolveController
+from tether.context.controllers import ContextController
 from tether.health.controllers import HealthController
+from tether.memories.controllers import MemoryController
 from tether.personas.controllers import PersonaProfileController
+from tether.recall.controllers import SearchController
 from tether.turns.controllers import TurnController
 
 ROUTE_HANDLERS: list[ControllerRouterHandler] = [
@@ -23,4 +26,7 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     UserRelationshipController,
     PersonaProfileController,
     TurnController,
+    MemoryController,
+    SearchController,
+    ContextController,
 ]

@@ -3,9 +3,10 @@
 
 from tenancy import models as tenancy_models
 from tether.core.database import Base
+from tether.memories import models as memory_models
 from tether.personas import models as persona_models
 from tether.turns import models as turn_models
 
 metadata = Base.metadata
 
-__all__ = ["metadata", "persona_models", "tenancy_models", "turn_models"]
+__all__ = ["memory_models", "metadata", "persona_models", "tenancy_models", "turn_models"]

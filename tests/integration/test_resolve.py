@@ -7,11 +7,11 @@ import pytest
 from sqlalchemy import func, select
 
 from tenancy.models import Relationship
+from tests.support import count_sql
 from tether.api.request_id import request_id_middleware
 from tether.app import bind_resources, create_app
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
-from tests.support import count_sql
 
 pytestmark = pytest.mark.integration
 

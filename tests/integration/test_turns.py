@@ -12,11 +12,11 @@ import pytest
 from sqlalchemy import func, select
 
 from tenancy.ids import RelationshipId, RelationshipScope
+from tests.support import count_sql, resolve_body
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.turns.claims import WorkingMemoryEntry, working_memory_key
 from tether.turns.models import Turn
-from tests.support import count_sql, resolve_body
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +52,7 @@ async def gateway(make_tenant):  # type: ignore[no-untyped-def]
 
 
 async def test_a_batch_is_accepted_with_one_result_per_turn(client, gateway) -> None:
-    tenant, headers = gateway
+    _, headers = gateway
     rid = await _relationship(client, headers, "accept")
     body = {"turns": [turn("我喜欢吃辣"), turn("好的，记住了", role="assistant")]}
     response = await client.post(f"/v1/relationships/{rid}/turns", json=body, headers=headers)

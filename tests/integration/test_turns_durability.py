@@ -7,21 +7,20 @@ import asyncio
 import itertools
 import signal
 import time
-import uuid
 from pathlib import Path
 
 import httpx
 import pytest
 from sqlalchemy import func, select
 
+from tests.conftest import start_worker, stop_worker
+from tests.support import resolve_body
 from tether.api.request_id import request_id_middleware
 from tether.app import bind_resources, create_app
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
 from tether.runtime.embedded_redis import EmbeddedRedis
 from tether.turns.models import ChatSession, Turn
-from tests.conftest import start_worker, stop_worker
-from tests.support import resolve_body
 
 pytestmark = [pytest.mark.integration, pytest.mark.worker]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
@@ -69,6 +69,78 @@ class IngestSettings(BaseModel):
     end_wait_seconds: float = Field(default=60.0, ge=0)
 
 
+class EmbeddingSettings(BaseModel):
+    """Which embedding provider turns text into vectors (see docs/providers.md)."""
+
+    kind: Literal["offline", "openai"] = "offline"
+    base_url: str | None = None
+    model: str | None = None
+    api_key: SecretStr | None = None
+    dimension: int | None = Field(default=None, ge=1)
+    timeout_seconds: float = Field(default=2.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+    batch_size: int = Field(default=64, ge=1)
+    # A query embedding slower than this is abandoned: recall goes lexical-only.
+    query_timeout_ms: int = Field(default=300, ge=1)
+
+
+class LlmSettings(BaseModel):
+    """The optional chat model that refines extraction (one call per session)."""
+
+    enabled: bool = False
+    base_url: str | None = None
+    model: str | None = None
+    api_key: SecretStr | None = None
+    timeout_seconds: float = Field(default=20.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+
+
+class MemorySettings(BaseModel):
+    """Limits and lifecycle of memories."""
+
+    max_content_chars: int = Field(default=2000, ge=1)
+    max_batch_create: int = Field(default=500, ge=1)
+    # Confirmations that promote working → episodic → semantic.
+    promote_episodic_at: int = Field(default=2, ge=1)
+    promote_semantic_at: int = Field(default=3, ge=1)
+    # Each recall adds this to a memory's strength (which stretches its forgetting curve).
+    reinforce_step: float = Field(default=0.5, ge=0)
+    max_strength: float = Field(default=10.0, ge=1)
+    expiry_sweep_seconds: float = Field(default=300.0, gt=0)
+    summary_max_chars: int = Field(default=280, ge=40)
+
+
+class RecallSettings(BaseModel):
+    """Ranking weights (documented in docs/decisions/0007) and the hot tier."""
+
+    bm25_k1: float = Field(default=0.9, gt=0)
+    bm25_b: float = Field(default=0.4, ge=0, le=1)
+    lexical_weight: float = Field(default=1.0, ge=0)
+    vector_weight: float = Field(default=0.5, ge=0)
+    neighbour_weight: float = Field(default=0.5, ge=0, le=1)
+    neighbour_window: int = Field(default=2, ge=0)
+    decay_half_life_days: float = Field(default=90.0, gt=0)
+    decay_floor: float = Field(default=0.7, ge=0, le=1)
+    importance_floor: float = Field(default=0.6, ge=0, le=1)
+    confidence_floor: float = Field(default=0.7, ge=0, le=1)
+    # Hot partitions live in Redis this long after their last use.
+    hot_ttl_seconds: int = Field(default=1800, ge=10)
+    # Decoded partitions each API process keeps in memory (checked against Redis).
+    local_partitions: int = Field(default=512, ge=0)
+
+
+class ContextSettings(BaseModel):
+    """Token budgets of the context sections."""
+
+    default_max_tokens: int = Field(default=2000, ge=100)
+    rules_tokens: int = Field(default=300, ge=50)
+    profile_tokens: int = Field(default=400, ge=0)
+    memory_tokens: int = Field(default=800, ge=0)
+    knowledge_tokens: int = Field(default=1600, ge=0)
+    recent_turns_tokens: int = Field(default=600, ge=0)
+    memory_candidates: int = Field(default=20, ge=1, le=50)
+
+
 class Settings(BaseSettings):
     """The root of the settings tree.
 
@@ -99,6 +171,11 @@ class Settings(BaseSettings):
     worker: WorkerSettings = WorkerSettings()
     identity: IdentitySettings = IdentitySettings()
     ingest: IngestSettings = IngestSettings()
+    embedding: EmbeddingSettings = EmbeddingSettings()
+    llm: LlmSettings = LlmSettings()
+    memory: MemorySettings = MemorySettings()
+    recall: RecallSettings = RecallSettings()
+    context: ContextSettings = ContextSettings()
 
     @property
     def is_embedded(self) -> bool:

@@ -15,7 +15,17 @@ class ComponentHealth(msgspec.Struct):
     detail: str = ""
 
 
+class HotTierRead(msgspec.Struct):
+    """Where this process found relationship partitions since it started."""
+
+    local: int
+    hot: int
+    cold: int
+    hit_rate: float | None
+
+
 class HealthRead(msgspec.Struct):
     status: Status
     version: str
     components: dict[str, ComponentHealth]
+    hot_tier: HotTierRead | None = None

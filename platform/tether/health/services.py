@@ -13,7 +13,8 @@ from sqlalchemy.exc import SQLAlchemyError
 import tether
 from tether.core.resources import Resources
 from tether.health.heartbeat import last_beat
-from tether.health.schemas import ComponentHealth, HealthRead, Status
+from tether.health.schemas import ComponentHealth, HealthRead, HotTierRead, Status
+from tether.recall.hot import TierStats
 from tether.runtime.migrate import head_revision
 
 PROBE_TIMEOUT_SECONDS = 2.0
@@ -39,8 +40,9 @@ async def _timed(probe: Probe) -> ComponentHealth:
 class HealthService:
     """Answers /health (every component, never fails) and /ready (503 unless ready)."""
 
-    def __init__(self, resources: Resources) -> None:
+    def __init__(self, resources: Resources, tiers: TierStats | None = None) -> None:
         self._resources = resources
+        self._tiers = tiers
 
     async def _postgres(self) -> str:
         async with self._resources.engine.connect() as conn:
@@ -85,4 +87,10 @@ class HealthService:
         components = dict(zip(probes, results, strict=True))
         down = [name for name, c in components.items() if c.status != "ok"]
         status: Status = "ok" if not down else "degraded"
-        return HealthRead(status, tether.__version__, components)
+        tiers = self._tiers
+        hot_tier = (
+            None
+            if tiers is None
+            else HotTierRead(tiers.local, tiers.hot, tiers.cold, tiers.hit_rate)
+        )
+        return HealthRead(status, tether.__version__, components, hot_tier)

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import uuid
 
+from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.principal import Principal
 from tenancy.graph.services import GraphService
+from tether.core.ids import TenantId
 from tether.core.pagination import decode_cursor, next_cursor
+from tether.core.unit_of_work import on_commit
+from tether.personas.cache import ProfileCache
 from tether.personas.errors import ProfileChanged, ProfileIfMatchRequired
 from tether.personas.models import PersonaProfileVersion
 from tether.personas.repositories import PersonaProfileRepository
@@ -38,7 +42,9 @@ def _read(persona_id: uuid.UUID, row: PersonaProfileVersion | None) -> PersonaPr
 class PersonaProfileService:
     """Every PUT writes a new version; the newest is the profile."""
 
-    def __init__(self, session: AsyncSession, principal: Principal) -> None:
+    def __init__(self, session: AsyncSession, principal: Principal, cache: ProfileCache) -> None:
+        self._session = session
+        self._cache = cache
         self._principal = principal
         self._graph = GraphService(session, principal)
         self._profiles = PersonaProfileRepository(session, principal.tenant_id)
@@ -67,7 +73,10 @@ class PersonaProfileService:
             notes=data.notes,
             edited_by_key_id=self._principal.key_id,
         )
-        return _read(persona_id, row)
+        profile = _read(persona_id, row)
+        tenant_id = self._principal.tenant_id
+        on_commit(self._session, lambda: self._cache.replace(tenant_id, profile))
+        return profile
 
     async def history(
         self, persona_id: uuid.UUID, cursor: str | None, limit: int
@@ -78,3 +87,24 @@ class PersonaProfileService:
         )
         items = [_read(persona_id, r) for r in rows]
         return PersonaProfilePage(items, next_cursor(rows, limit))
+
+
+class PersonaProfileReader:
+    """The current profile of a persona the caller already holds a relationship with
+    (the context builder): Redis first, Postgres on a miss or outage."""
+
+    def __init__(self, session: AsyncSession, cache: ProfileCache, tenant_id: TenantId) -> None:
+        self._cache = cache
+        self._tenant_id = tenant_id
+        self._profiles = PersonaProfileRepository(session, tenant_id)
+
+    async def current(self, persona_id: uuid.UUID) -> PersonaProfileRead:
+        try:
+            cached = await self._cache.get(self._tenant_id, persona_id)
+        except RedisError:
+            return _read(persona_id, await self._profiles.latest(persona_id))
+        if cached is not None:
+            return cached
+        profile = _read(persona_id, await self._profiles.latest(persona_id))
+        await self._cache.fill(self._tenant_id, profile)
+        return profile

@@ -101,6 +101,20 @@ class TurnRepository:
         )
         return list((await self._session.execute(statement)).scalars())
 
+    async def by_ids(self, turn_ids: Sequence[uuid.UUID]) -> list[Turn]:
+        if not turn_ids:
+            return []
+        statement = (
+            select(Turn)
+            .where(
+                Turn.relationship_id == self._scope.relationship_id,
+                Turn.tenant_id == self._scope.tenant_id,
+                Turn.id.in_(turn_ids),
+            )
+            .order_by(Turn.at, Turn.id)
+        )
+        return list((await self._session.execute(statement)).scalars())
+
     async def count_in_session(self, session_id: str) -> int:
         statement = select(func.count()).where(
             Turn.relationship_id == self._scope.relationship_id,

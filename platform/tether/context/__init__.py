@@ -1,0 +1,1 @@
+"""The context builder: what the chat model should know right now, within a budget."""

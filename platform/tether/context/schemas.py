@@ -1,0 +1,58 @@
+"""API shapes of POST /v1/context."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Literal
+
+import msgspec
+
+from tenancy.resolve.schemas import ExternalId, PersonaRef, UserRef
+
+Query = Annotated[str, msgspec.Meta(min_length=1, max_length=4000)]
+
+
+class ChatMessage(msgspec.Struct, forbid_unknown_fields=True):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: Annotated[str, msgspec.Meta(max_length=32_000)]
+
+
+class ContextRequest(msgspec.Struct, forbid_unknown_fields=True):
+    query: Query
+    relationship_id: uuid.UUID | None = None
+    user: UserRef | None = None
+    persona: PersonaRef | None = None
+    facet: ExternalId = "default"
+    max_tokens: Annotated[int, msgspec.Meta(ge=200, le=32_000)] | None = None
+    memory_enabled: bool = True
+    knowledge_enabled: bool = False
+    knowledge_base_id: uuid.UUID | None = None
+    recent_turns: Annotated[int, msgspec.Meta(ge=0, le=50)] = 6
+    messages: Annotated[list[ChatMessage], msgspec.Meta(max_length=200)] | None = None
+
+
+class ContextItem(msgspec.Struct):
+    section: str
+    kind: str
+    id: uuid.UUID | None
+    text: str
+    tokens: int
+    score: float | None
+    reason: str
+
+
+class SectionBudget(msgspec.Struct):
+    limit: int
+    used: int
+    dropped: int
+
+
+class ContextResponse(msgspec.Struct):
+    relationship_id: uuid.UUID
+    context: str
+    messages: list[ChatMessage]
+    items: list[ContextItem]
+    token_estimate: int
+    budget: dict[str, SectionBudget]
+    degraded: list[str]
+    timings_ms: dict[str, float]

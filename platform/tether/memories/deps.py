@@ -1,0 +1,36 @@
+"""Providers for the memory API."""
+
+from __future__ import annotations
+
+from litestar.datastructures import State
+from litestar.di import NamedDependency
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenancy.access.policy import PolicyEnforcer
+from tenancy.access.principal import Principal
+from tenancy.relationships.directory import RelationshipDirectory
+from tether.core.settings import Settings
+from tether.memories.services import MemoryService
+from tether.providers.base import EmbeddingProvider
+from tether.recall.hot import PartitionStore
+
+
+def provide_memory_service(
+    state: State,
+    db_session: NamedDependency[AsyncSession],
+    relationship_directory: NamedDependency[RelationshipDirectory],
+    principal: NamedDependency[Principal],
+    settings: NamedDependency[Settings],
+) -> MemoryService:
+    enforcer: PolicyEnforcer = state.policy
+    embedder: EmbeddingProvider = state.embedder
+    store: PartitionStore = state.partitions
+    return MemoryService(
+        db_session,
+        relationship_directory,
+        principal,
+        enforcer,
+        embedder,
+        store.invalidate,
+        settings,
+    )

@@ -1,0 +1,15 @@
+"""Errors of the memory API."""
+
+from __future__ import annotations
+
+from tether.core.errors import InvalidInput, NotFound
+
+
+class MemoryNotFound(NotFound):
+    code = "memory_not_found"
+    title = "Memory not found"
+
+
+class InvalidMemories(InvalidInput):
+    code = "invalid_memories"
+    title = "The memories are invalid; nothing was stored"

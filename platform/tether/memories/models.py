@@ -1,0 +1,146 @@
+"""Memories, their versions and the consolidation log; all hash-partitioned by
+relationship like raw turns, so one relationship's memory sits in one partition."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    PrimaryKeyConstraint,
+    String,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
+from sqlalchemy.orm import Mapped, mapped_column
+
+from tether.core.database import Base
+from tether.core.partitions import partition_by_relationship
+
+
+def _relationship_fk() -> Mapped[uuid.UUID]:
+    return mapped_column(UUID(as_uuid=True), ForeignKey("relationships.id", ondelete="CASCADE"))
+
+
+def _tenant_fk() -> Mapped[uuid.UUID]:
+    return mapped_column(UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"))
+
+
+def _now() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Memory(Base):
+    """One memory of one relationship. Never rewritten in place: an edit bumps
+    ``version`` and records the previous state in ``memory_versions``; an update or a
+    contradiction writes a new memory and marks this one ``superseded_by``."""
+
+    __tablename__ = "memories"
+    __table_args__ = (
+        PrimaryKeyConstraint("relationship_id", "id"),
+        Index(
+            "uq_memories_external_id",
+            "relationship_id",
+            "external_id",
+            unique=True,
+            postgresql_where=text("external_id IS NOT NULL"),
+        ),
+        Index("ix_memories_active", "relationship_id", "is_active"),
+        Index(
+            "ix_memories_expiring",
+            "expires_at",
+            postgresql_where=text("is_active AND expires_at IS NOT NULL"),
+        ),
+        partition_by_relationship(),
+    )
+
+    relationship_id: Mapped[uuid.UUID] = _relationship_fk()
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    external_id: Mapped[str | None] = mapped_column(String(128))
+    memory_type: Mapped[str] = mapped_column(String(16))
+    layer: Mapped[str] = mapped_column(String(16))
+    subject: Mapped[str] = mapped_column(String(128), server_default="")
+    predicate: Mapped[str] = mapped_column(String(64), server_default="")
+    object: Mapped[str] = mapped_column(String(256), server_default="")
+    polarity: Mapped[str] = mapped_column(String(16))
+    exclusive: Mapped[bool] = mapped_column(Boolean, server_default="false")
+    content: Mapped[str] = mapped_column(Text)
+    tokens: Mapped[list[str]] = mapped_column(ARRAY(Text))
+    embedding: Mapped[Any | None] = mapped_column(Vector())
+    embedding_model: Mapped[str | None] = mapped_column(String(64))
+    embedding_dim: Mapped[int | None] = mapped_column(Integer)
+    importance: Mapped[float] = mapped_column(Float)
+    confidence: Mapped[float] = mapped_column(Float)
+    strength: Mapped[float] = mapped_column(Float, server_default="1")
+    recall_count: Mapped[int] = mapped_column(Integer, server_default="0")
+    confirmations: Mapped[int] = mapped_column(Integer, server_default="1")
+    last_recalled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    occurred_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    valid_from: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    is_active: Mapped[bool] = mapped_column(Boolean, server_default="true")
+    superseded_by: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    source_turn_ids: Mapped[list[uuid.UUID]] = mapped_column(
+        ARRAY(UUID(as_uuid=True)), server_default="{}"
+    )
+    source_session_id: Mapped[str | None] = mapped_column(String(128))
+    private_to_creator: Mapped[bool] = mapped_column(Boolean, server_default="false")
+    origin: Mapped[str] = mapped_column(String(16))
+    version: Mapped[int] = mapped_column(Integer, server_default="1")
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = _now()
+    updated_at: Mapped[datetime] = _now()
+
+
+class MemoryVersion(Base):
+    """Every state a memory had, with who changed it and why."""
+
+    __tablename__ = "memory_versions"
+    __table_args__ = (
+        PrimaryKeyConstraint("relationship_id", "id"),
+        Index("ix_memory_versions_memory", "relationship_id", "memory_id", "version"),
+        partition_by_relationship(),
+    )
+
+    relationship_id: Mapped[uuid.UUID] = _relationship_fk()
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    version: Mapped[int] = mapped_column(Integer)
+    change: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text)
+    actor: Mapped[str] = mapped_column(String(64))
+    snapshot: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = _now()
+
+
+class ConsolidationRecord(Base):
+    """The conflict log: what consolidation decided for each candidate, and why."""
+
+    __tablename__ = "consolidation_log"
+    __table_args__ = (
+        PrimaryKeyConstraint("relationship_id", "id"),
+        partition_by_relationship(),
+    )
+
+    relationship_id: Mapped[uuid.UUID] = _relationship_fk()
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    session_id: Mapped[str | None] = mapped_column(String(128))
+    outcome: Mapped[str] = mapped_column(String(16))
+    candidate: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    target_memory_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    result_memory_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    reason: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = _now()

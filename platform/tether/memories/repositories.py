@@ -1,0 +1,156 @@
+"""SQL for memories, their versions and the consolidation log. Every statement is
+scoped by the RelationshipScope the repository was built with."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenancy.ids import RelationshipScope
+from tether.memories.models import ConsolidationRecord, Memory, MemoryVersion
+
+
+class _Scoped:
+    def __init__(self, session: AsyncSession, scope: RelationshipScope) -> None:
+        self._session = session
+        self._scope = scope
+
+
+class MemoryRepository(_Scoped):
+    def _in_scope(self) -> tuple[ColumnElement[bool], ...]:
+        return (
+            Memory.relationship_id == self._scope.relationship_id,
+            Memory.tenant_id == self._scope.tenant_id,
+            Memory.deleted_at.is_(None),
+        )
+
+    def _select(self) -> Select[tuple[Memory]]:
+        return select(Memory).where(*self._in_scope())
+
+    async def get(self, memory_id: uuid.UUID, *, for_update: bool = False) -> Memory | None:
+        statement = self._select().where(Memory.id == memory_id)
+        if for_update:
+            statement = statement.with_for_update()
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def by_external_ids(self, external_ids: Sequence[str]) -> dict[str, Memory]:
+        if not external_ids:
+            return {}
+        statement = self._select().where(Memory.external_id.in_(external_ids))
+        rows = (await self._session.execute(statement)).scalars()
+        return {row.external_id: row for row in rows if row.external_id is not None}
+
+    async def page(
+        self, after: uuid.UUID | None, limit: int, *criteria: ColumnElement[bool]
+    ) -> list[Memory]:
+        statement = self._select().where(*criteria).order_by(Memory.id).limit(limit)
+        if after is not None:
+            statement = statement.where(Memory.id > after)
+        return list((await self._session.execute(statement)).scalars())
+
+    async def active(self, now: datetime) -> list[Memory]:
+        """The memories that are true now (consolidation compares against these)."""
+        statement = self._select().where(*active_now(now)).order_by(Memory.id)
+        return list((await self._session.execute(statement)).scalars())
+
+    async def insert(self, rows: Sequence[dict[str, Any]]) -> set[uuid.UUID]:
+        """Insert; a row whose external id exists is skipped. The ids inserted."""
+        if not rows:
+            return set()
+        values = [
+            {
+                **row,
+                "relationship_id": self._scope.relationship_id,
+                "tenant_id": self._scope.tenant_id,
+            }
+            for row in rows
+        ]
+        statement = insert(Memory).values(values).on_conflict_do_nothing().returning(Memory.id)
+        return set((await self._session.execute(statement)).scalars())
+
+    async def reinforce(
+        self, memory_ids: Sequence[uuid.UUID], at: datetime, step: float, cap: float
+    ) -> int:
+        statement = (
+            update(Memory)
+            .where(*self._in_scope(), Memory.id.in_(memory_ids))
+            .values(
+                strength=func.least(Memory.strength + step, cap),
+                recall_count=Memory.recall_count + 1,
+                last_recalled_at=at,
+            )
+        )
+        result = await self._session.execute(statement)
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def active_now(now: datetime) -> tuple[ColumnElement[bool], ...]:
+    """Active, not superseded, not expired at ``now``."""
+    return (
+        Memory.is_active.is_(True),
+        Memory.superseded_by.is_(None),
+        (Memory.expires_at.is_(None)) | (Memory.expires_at > now),
+    )
+
+
+class MemoryVersionRepository(_Scoped):
+    async def add(self, **values: Any) -> None:
+        self._session.add(
+            MemoryVersion(
+                relationship_id=self._scope.relationship_id,
+                tenant_id=self._scope.tenant_id,
+                **values,
+            )
+        )
+
+    async def of(
+        self, memory_id: uuid.UUID, after: uuid.UUID | None, limit: int
+    ) -> list[MemoryVersion]:
+        statement = (
+            select(MemoryVersion)
+            .where(
+                MemoryVersion.relationship_id == self._scope.relationship_id,
+                MemoryVersion.tenant_id == self._scope.tenant_id,
+                MemoryVersion.memory_id == memory_id,
+            )
+            .order_by(MemoryVersion.id)
+            .limit(limit)
+        )
+        if after is not None:
+            statement = statement.where(MemoryVersion.id > after)
+        return list((await self._session.execute(statement)).scalars())
+
+
+class ConsolidationLogRepository(_Scoped):
+    async def add(self, **values: Any) -> None:
+        self._session.add(
+            ConsolidationRecord(
+                relationship_id=self._scope.relationship_id,
+                tenant_id=self._scope.tenant_id,
+                **values,
+            )
+        )
+
+    async def page(
+        self, after: uuid.UUID | None, limit: int, session_id: str | None
+    ) -> list[ConsolidationRecord]:
+        statement = (
+            select(ConsolidationRecord)
+            .where(
+                ConsolidationRecord.relationship_id == self._scope.relationship_id,
+                ConsolidationRecord.tenant_id == self._scope.tenant_id,
+            )
+            .order_by(ConsolidationRecord.id)
+            .limit(limit)
+        )
+        if session_id is not None:
+            statement = statement.where(ConsolidationRecord.session_id == session_id)
+        if after is not None:
+            statement = statement.where(ConsolidationRecord.id > after)
+        return list((await self._session.execute(statement)).scalars())

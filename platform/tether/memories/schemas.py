@@ -1,0 +1,142 @@
+"""API shapes of memories, their history and the consolidation log."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from tether.memories.enums import MemoryLayer, MemoryType, Polarity
+
+ExternalId = Annotated[
+    str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")
+]
+Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+Reason = Annotated[str, msgspec.Meta(max_length=500)]
+Term = Annotated[str, msgspec.Meta(max_length=128)]
+
+
+class MemoryCreate(msgspec.Struct, forbid_unknown_fields=True):
+    content: str
+    memory_type: MemoryType = MemoryType.FACT
+    layer: MemoryLayer = MemoryLayer.SEMANTIC
+    external_id: ExternalId | None = None
+    occurred_at: datetime | None = None
+    importance: Unit = 0.5
+    subject: Term = ""
+    predicate: Term = ""
+    object: Annotated[str, msgspec.Meta(max_length=256)] = ""
+    polarity: Polarity = Polarity.AFFIRMED
+    expires_at: datetime | None = None
+    private_to_creator: bool = False
+
+
+class MemoryBatchCreate(msgspec.Struct, forbid_unknown_fields=True):
+    memories: list[MemoryCreate]
+
+
+class MemoryUpdate(msgspec.Struct, forbid_unknown_fields=True):
+    content: str | None = None
+    memory_type: MemoryType | None = None
+    importance: Unit | None = None
+    expires_at: datetime | None = None
+    subject: Term | None = None
+    predicate: Term | None = None
+    object: Annotated[str, msgspec.Meta(max_length=256)] | None = None
+    polarity: Polarity | None = None
+    reason: Reason = ""
+
+
+class MemoryDeactivate(msgspec.Struct, forbid_unknown_fields=True):
+    reason: Reason = ""
+
+
+class MemoryRead(msgspec.Struct):
+    id: uuid.UUID
+    external_id: str | None
+    memory_type: str
+    layer: str
+    subject: str
+    predicate: str
+    object: str
+    polarity: str
+    content: str
+    importance: float
+    confidence: float
+    strength: float
+    occurred_at: datetime
+    valid_from: datetime | None
+    expires_at: datetime | None
+    is_active: bool
+    superseded_by: uuid.UUID | None
+    source_turn_ids: list[uuid.UUID]
+    private_to_creator: bool
+    origin: str
+    version: int
+    last_recalled_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class MemoryPage(msgspec.Struct):
+    items: list[MemoryRead]
+    next_cursor: str | None
+
+
+class BatchItemResult(msgspec.Struct):
+    index: int
+    status: Literal["created", "exists"]
+    id: uuid.UUID
+
+
+class MemoryBatchResult(msgspec.Struct):
+    results: list[BatchItemResult]
+    degraded: list[str]
+
+
+class MemoryVersionRead(msgspec.Struct):
+    version: int
+    change: str
+    reason: str
+    actor: str
+    snapshot: dict[str, Any]
+    created_at: datetime
+
+
+class MemoryVersionPage(msgspec.Struct):
+    items: list[MemoryVersionRead]
+    next_cursor: str | None
+
+
+class SourceTurn(msgspec.Struct):
+    id: uuid.UUID
+    session_id: str
+    role: str
+    text: str
+    at: datetime
+
+
+class MemorySources(msgspec.Struct):
+    """Why a memory exists: the turns it was extracted from (empty for manual ones)."""
+
+    memory_id: uuid.UUID
+    origin: str
+    turns: list[SourceTurn]
+
+
+class ConsolidationRead(msgspec.Struct):
+    id: uuid.UUID
+    session_id: str | None
+    outcome: str
+    candidate: dict[str, Any]
+    target_memory_id: uuid.UUID | None
+    result_memory_id: uuid.UUID | None
+    reason: str
+    created_at: datetime
+
+
+class ConsolidationPage(msgspec.Struct):
+    items: list[ConsolidationRead]
+    next_cursor: str | None

@@ -1,0 +1,368 @@
+"""Manual control of a relationship's memories: list, read, create (one or a batch,
+idempotent by external id), edit (a new version), deactivate, delete, history, sources,
+and the consolidation log."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import ColumnElement
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenancy.access.policy import PolicyEnforcer
+from tenancy.access.principal import Principal
+from tenancy.ids import RelationshipScope
+from tenancy.relationships.directory import RelationshipDirectory
+from tether.core.pagination import decode_cursor, next_cursor
+from tether.core.settings import Settings
+from tether.memories import schemas as s
+from tether.memories.enums import MemoryType
+from tether.memories.errors import InvalidMemories, MemoryNotFound
+from tether.memories.models import ConsolidationRecord, Memory, MemoryVersion
+from tether.memories.repositories import (
+    ConsolidationLogRepository,
+    MemoryRepository,
+    MemoryVersionRepository,
+    active_now,
+)
+from tether.memories.writer import Invalidate, MemoryWriter, NewMemory
+from tether.providers.base import EmbeddingProvider
+from tether.turns.repositories import TurnRepository
+
+PRIVATE = "relationship_memory:private"
+_FUTURE_SKEW = timedelta(minutes=5)
+
+
+def read(m: Memory) -> s.MemoryRead:
+    return s.MemoryRead(
+        id=m.id,
+        external_id=m.external_id,
+        memory_type=m.memory_type,
+        layer=m.layer,
+        subject=m.subject,
+        predicate=m.predicate,
+        object=m.object,
+        polarity=m.polarity,
+        content=m.content,
+        importance=m.importance,
+        confidence=m.confidence,
+        strength=m.strength,
+        occurred_at=m.occurred_at,
+        valid_from=m.valid_from,
+        expires_at=m.expires_at,
+        is_active=m.is_active,
+        superseded_by=m.superseded_by,
+        source_turn_ids=list(m.source_turn_ids),
+        private_to_creator=m.private_to_creator,
+        origin=m.origin,
+        version=m.version,
+        last_recalled_at=m.last_recalled_at,
+        created_at=m.created_at,
+        updated_at=m.updated_at,
+    )
+
+
+def _version(v: MemoryVersion) -> s.MemoryVersionRead:
+    return s.MemoryVersionRead(v.version, v.change, v.reason, v.actor, v.snapshot, v.created_at)
+
+
+def _consolidation(r: ConsolidationRecord) -> s.ConsolidationRead:
+    return s.ConsolidationRead(
+        r.id,
+        r.session_id,
+        r.outcome,
+        r.candidate,
+        r.target_memory_id,
+        r.result_memory_id,
+        r.reason,
+        r.created_at,
+    )
+
+
+def may_see_private(enforcer: PolicyEnforcer, principal: Principal, action: str = "read") -> bool:
+    """Creators' private notes: only for roles a policy grants them (never pool operators)."""
+    return enforcer.decide(principal.role.value, PRIVATE, action).allowed
+
+
+class MemoryService:
+    def __init__(
+        self,
+        session: AsyncSession,
+        directory: RelationshipDirectory,
+        principal: Principal,
+        enforcer: PolicyEnforcer,
+        embedder: EmbeddingProvider,
+        invalidate: Invalidate,
+        settings: Settings,
+    ) -> None:
+        self._session = session
+        self._directory = directory
+        self._principal = principal
+        self._enforcer = enforcer
+        self._embedder = embedder
+        self._invalidate = invalidate
+        self._settings = settings
+
+    async def _scope(self, relationship_id: uuid.UUID) -> RelationshipScope:
+        return (await self._directory.open(relationship_id)).scope
+
+    def _writer(self, scope: RelationshipScope) -> MemoryWriter:
+        actor = f"key:{self._principal.key_id}"
+        return MemoryWriter(self._session, scope, self._embedder, self._invalidate, actor)
+
+    def _visible(self) -> list[ColumnElement[bool]]:
+        if may_see_private(self._enforcer, self._principal):
+            return []
+        return [Memory.private_to_creator.is_(False)]
+
+    async def _require(
+        self, scope: RelationshipScope, memory_id: uuid.UUID, *, for_update: bool = False
+    ) -> Memory:
+        memory = await MemoryRepository(self._session, scope).get(memory_id, for_update=for_update)
+        if memory is None or (
+            memory.private_to_creator and not may_see_private(self._enforcer, self._principal)
+        ):
+            raise MemoryNotFound(f"no memory {memory_id}")
+        return memory
+
+    async def list(
+        self,
+        relationship_id: uuid.UUID,
+        cursor: str | None,
+        limit: int,
+        memory_type: MemoryType | None,
+        active: bool | None,
+        since: datetime | None,
+    ) -> s.MemoryPage:
+        scope = await self._scope(relationship_id)
+        criteria = self._visible()
+        if memory_type is not None:
+            criteria.append(Memory.memory_type == memory_type.value)
+        if active is True:
+            criteria.extend(active_now(datetime.now(UTC)))
+        elif active is False:
+            now = datetime.now(UTC)
+            criteria.append(
+                ~(
+                    Memory.is_active.is_(True)
+                    & Memory.superseded_by.is_(None)
+                    & (Memory.expires_at.is_(None) | (Memory.expires_at > now))
+                )
+            )
+        if since is not None:
+            criteria.append(Memory.occurred_at >= since)
+        rows = await MemoryRepository(self._session, scope).page(
+            decode_cursor(cursor), limit, *criteria
+        )
+        return s.MemoryPage([read(r) for r in rows], next_cursor(rows, limit))
+
+    async def get(self, relationship_id: uuid.UUID, memory_id: uuid.UUID) -> s.MemoryRead:
+        scope = await self._scope(relationship_id)
+        return read(await self._require(scope, memory_id))
+
+    def _check(self, items: Sequence[s.MemoryCreate]) -> None:
+        limits = self._settings.memory
+        errors: list[dict[str, str]] = []
+        if not 1 <= len(items) <= limits.max_batch_create:
+            errors.append(
+                {"field": "memories", "message": f"must hold 1..{limits.max_batch_create} memories"}
+            )
+        now = datetime.now(UTC)
+        seen: set[str] = set()
+        may_private = may_see_private(self._enforcer, self._principal, "write")
+        for i, item in enumerate(items):
+            text = item.content
+            if not text.strip() or len(text) > limits.max_content_chars or "\x00" in text:
+                errors.append(
+                    {
+                        "field": f"memories[{i}].content",
+                        "message": f"must be 1..{limits.max_content_chars} characters without NUL",
+                    }
+                )
+            else:
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    errors.append(
+                        {"field": f"memories[{i}].content", "message": "must be valid Unicode"}
+                    )
+            for name in ("occurred_at", "expires_at"):
+                value = getattr(item, name)
+                if value is not None and value.tzinfo is None:
+                    errors.append(
+                        {
+                            "field": f"memories[{i}].{name}",
+                            "message": "must carry a timezone offset",
+                        }
+                    )
+            if (
+                item.occurred_at is not None
+                and item.occurred_at.tzinfo is not None
+                and item.occurred_at > now + _FUTURE_SKEW
+            ):
+                errors.append(
+                    {"field": f"memories[{i}].occurred_at", "message": "is in the future"}
+                )
+            if item.external_id is not None:
+                if item.external_id in seen:
+                    errors.append(
+                        {
+                            "field": f"memories[{i}].external_id",
+                            "message": "repeats an earlier item of the batch",
+                        }
+                    )
+                seen.add(item.external_id)
+            if item.private_to_creator and not may_private:
+                errors.append(
+                    {
+                        "field": f"memories[{i}].private_to_creator",
+                        "message": "this key may not write private notes",
+                    }
+                )
+        if errors:
+            raise InvalidMemories(
+                f"{len(errors)} problem(s); first: {errors[0]['field']}", errors=errors
+            )
+
+    async def create_many(
+        self, relationship_id: uuid.UUID, items: Sequence[s.MemoryCreate]
+    ) -> s.MemoryBatchResult:
+        """Manual memories (confidence 1). An external id already stored answers
+        ``exists`` with the stored memory, so a retried import creates nothing twice."""
+        self._check(items)
+        scope = await self._scope(relationship_id)
+        now = datetime.now(UTC)
+        new = [
+            NewMemory(
+                memory_type=item.memory_type.value,
+                layer=item.layer.value,
+                content=item.content,
+                importance=item.importance,
+                confidence=1.0,
+                occurred_at=item.occurred_at or now,
+                origin="manual",
+                subject=item.subject,
+                predicate=item.predicate,
+                object=item.object,
+                polarity=item.polarity.value,
+                external_id=item.external_id,
+                expires_at=item.expires_at,
+                private_to_creator=item.private_to_creator,
+            )
+            for item in items
+        ]
+        writer = self._writer(scope)
+        inserted = await writer.create(new, reason="created through the API")
+        existing = await MemoryRepository(self._session, scope).by_external_ids(
+            [n.external_id for n in new if n.id not in inserted and n.external_id]
+        )
+        results = []
+        for i, n in enumerate(new):
+            if n.id in inserted:
+                results.append(s.BatchItemResult(i, "created", n.id))
+            else:
+                results.append(s.BatchItemResult(i, "exists", existing[n.external_id or ""].id))
+        return s.MemoryBatchResult(results, ["embedding"] if writer.embedding_degraded else [])
+
+    async def create(
+        self, relationship_id: uuid.UUID, item: s.MemoryCreate
+    ) -> tuple[s.MemoryRead, bool]:
+        result = await self.create_many(relationship_id, [item])
+        scope = await self._scope(relationship_id)
+        [outcome] = result.results
+        memory = await self._require(scope, outcome.id)
+        return read(memory), outcome.status == "created"
+
+    async def update(
+        self, relationship_id: uuid.UUID, memory_id: uuid.UUID, data: s.MemoryUpdate
+    ) -> s.MemoryRead:
+        scope = await self._scope(relationship_id)
+        memory = await self._require(scope, memory_id, for_update=True)
+        values: dict[str, object] = {}
+        if data.content is not None:
+            if (
+                not data.content.strip()
+                or len(data.content) > self._settings.memory.max_content_chars
+                or "\x00" in data.content
+            ):
+                raise InvalidMemories(
+                    "content is empty or too long",
+                    errors=[
+                        {"field": "content", "message": "must be 1..2000 characters without NUL"}
+                    ],
+                )
+            values["content"] = data.content
+        for name in (
+            "memory_type",
+            "importance",
+            "expires_at",
+            "subject",
+            "predicate",
+            "object",
+            "polarity",
+        ):
+            value = getattr(data, name)
+            if value is not None:
+                values[name] = value.value if hasattr(value, "value") else value
+        if not values:
+            raise InvalidMemories(
+                "nothing to change",
+                errors=[{"field": "body", "message": "name at least one field to change"}],
+            )
+        memory = await self._writer(scope).change(
+            memory, "edited", data.reason or "edited through the API", **values
+        )
+        return read(memory)
+
+    async def deactivate(
+        self, relationship_id: uuid.UUID, memory_id: uuid.UUID, reason: str
+    ) -> s.MemoryRead:
+        scope = await self._scope(relationship_id)
+        memory = await self._require(scope, memory_id, for_update=True)
+        if memory.is_active:
+            memory = await self._writer(scope).change(
+                memory, "deactivated", reason or "deactivated through the API", is_active=False
+            )
+        return read(memory)
+
+    async def delete(self, relationship_id: uuid.UUID, memory_id: uuid.UUID) -> None:
+        scope = await self._scope(relationship_id)
+        memory = await self._require(scope, memory_id, for_update=True)
+        await self._writer(scope).change(
+            memory,
+            "deleted",
+            "deleted through the API",
+            is_active=False,
+            deleted_at=datetime.now(UTC),
+        )
+
+    async def history(
+        self, relationship_id: uuid.UUID, memory_id: uuid.UUID, cursor: str | None, limit: int
+    ) -> s.MemoryVersionPage:
+        scope = await self._scope(relationship_id)
+        await self._require(scope, memory_id)
+        rows = await MemoryVersionRepository(self._session, scope).of(
+            memory_id, decode_cursor(cursor), limit
+        )
+        return s.MemoryVersionPage([_version(v) for v in rows], next_cursor(rows, limit))
+
+    async def sources(self, relationship_id: uuid.UUID, memory_id: uuid.UUID) -> s.MemorySources:
+        scope = await self._scope(relationship_id)
+        memory = await self._require(scope, memory_id)
+        turns = await TurnRepository(self._session, scope).by_ids(list(memory.source_turn_ids))
+        return s.MemorySources(
+            memory.id,
+            memory.origin,
+            [s.SourceTurn(t.id, t.session_id, t.role, t.text, t.at) for t in turns],
+        )
+
+    async def consolidations(
+        self, relationship_id: uuid.UUID, session_id: str | None, cursor: str | None, limit: int
+    ) -> s.ConsolidationPage:
+        scope = await self._scope(relationship_id)
+        rows = await ConsolidationLogRepository(self._session, scope).page(
+            decode_cursor(cursor), limit, session_id
+        )
+        return s.ConsolidationPage([_consolidation(r) for r in rows], next_cursor(rows, limit))

@@ -1,0 +1,36 @@
+"""Providers for recall and search."""
+
+from __future__ import annotations
+
+from litestar.datastructures import State
+from litestar.di import NamedDependency
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenancy.access.policy import PolicyEnforcer
+from tenancy.access.principal import Principal
+from tenancy.relationships.directory import RelationshipDirectory
+from tether.core.resources import Resources
+from tether.providers.base import EmbeddingProvider
+from tether.providers.configured import rank_weights
+from tether.recall.hot import PartitionStore
+from tether.recall.search import SearchService
+from tether.recall.services import Recall
+
+
+def provide_recall(
+    state: State, db_session: NamedDependency[AsyncSession], resources: NamedDependency[Resources]
+) -> Recall:
+    store: PartitionStore = state.partitions
+    embedder: EmbeddingProvider = state.embedder
+    settings = resources.settings
+    return Recall(db_session, store, embedder, resources.tasks, rank_weights(settings), settings)
+
+
+def provide_search_service(
+    state: State,
+    relationship_directory: NamedDependency[RelationshipDirectory],
+    recall: NamedDependency[Recall],
+    principal: NamedDependency[Principal],
+) -> SearchService:
+    enforcer: PolicyEnforcer = state.policy
+    return SearchService(relationship_directory, recall, principal, enforcer)

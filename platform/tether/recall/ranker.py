@@ -1,0 +1,159 @@
+"""Rank one partition for a query: fused relevance, neighbour context, time and quality.
+
+``final = (fused + neighbour_boost) * decay * importance * confidence`` where ``fused``
+is the weighted mean of scaled BM25 and scaled cosine (see ``fusion.py``), and the three
+factors have floors (see ``decay.py``). ``query_vector=None`` (embedding provider down)
+ranks by BM25 alone; the caller reports the degraded mode. Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from tether.recall.decay import quality_factor, time_factor
+from tether.recall.fusion import (
+    best_neighbour,
+    fuse,
+    neighbour_boost,
+    scaled_lexical,
+    scaled_similarity,
+)
+from tether.recall.partition import PartitionIndex
+from tether.recall.weights import RankWeights
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a memory ranked where it did.
+
+    Ranks are 1-based among memories with a lexical match (resp. a vector); None when the
+    memory had none. ``fused_score`` is its own relevance in [0, 1]; ``neighbour_boost``
+    what it borrowed from ``neighbour_key``; ``decay``, ``importance`` and ``confidence``
+    are the factors applied; ``final_score`` the product that ordered the results.
+    """
+
+    lexical_rank: int | None
+    lexical_score: float | None
+    vector_rank: int | None
+    vector_similarity: float | None
+    fused_score: float
+    neighbour_boost: float
+    neighbour_key: int | None
+    decay: float
+    importance: float
+    confidence: float
+    final_score: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Signals:
+    lexical: npt.NDArray[np.float32]
+    similarity: npt.NDArray[np.float32] | None
+    fused: FloatArray
+    boost: FloatArray
+    decay: FloatArray
+    importance: FloatArray
+    confidence: FloatArray
+    final: FloatArray
+
+
+def rank(
+    query_tokens: Sequence[str],
+    query_vector: npt.NDArray[np.float32] | None,
+    index: PartitionIndex,
+    k: int,
+    now: datetime,
+    weights: RankWeights,
+) -> list[tuple[int, Explanation]]:
+    """The top ``k`` memories of the partition as ``(key, explanation)``, best first.
+
+    Memories with no relevance at all (no lexical match and no vector signal, even from a
+    neighbour) are never returned, so lexical-only recall can return fewer than ``k``.
+    Ties keep partition order, so results are deterministic.
+    """
+    if index.size == 0 or k <= 0:
+        return []
+    signals = _signals(query_tokens, query_vector, index, now, weights)
+    rows = _top(signals.final, (signals.fused + signals.boost) > 0.0, k)
+    return [(int(index.keys[row]), _explain(int(row), signals, index, weights)) for row in rows]
+
+
+def _signals(
+    query_tokens: Sequence[str],
+    query_vector: npt.NDArray[np.float32] | None,
+    index: PartitionIndex,
+    now: datetime,
+    weights: RankWeights,
+) -> _Signals:
+    lexical = index.bm25.scores(query_tokens)
+    similarity = _similarity(query_vector, index, weights)
+    scaled = None if similarity is None else scaled_similarity(similarity, index.has_vector)
+    fused = fuse(scaled_lexical(lexical), scaled, weights)
+    boost = neighbour_boost(fused, index.neighbours, weights.neighbour_weight)
+    decay = time_factor(index.reference_time, index.strength, now.timestamp(), weights)
+    importance = quality_factor(index.importance, weights.importance_floor)
+    confidence = quality_factor(index.confidence, weights.confidence_floor)
+    final = (fused + boost) * decay * importance * confidence
+    return _Signals(lexical, similarity, fused, boost, decay, importance, confidence, final)
+
+
+def _similarity(
+    query_vector: npt.NDArray[np.float32] | None, index: PartitionIndex, weights: RankWeights
+) -> npt.NDArray[np.float32] | None:
+    if query_vector is None or index.matrix is None or weights.vector_weight == 0.0:
+        return None
+    query = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(query))
+    if norm == 0.0:
+        return None
+    similarity: npt.NDArray[np.float32] = index.matrix @ (query / norm)
+    return similarity
+
+
+def _top(final: FloatArray, eligible: npt.NDArray[np.bool_], k: int) -> npt.NDArray[np.intp]:
+    """Rows of the ``k`` best eligible scores, best first, ties by row; O(n) selection."""
+    rows = np.flatnonzero(eligible)
+    if rows.size > k:
+        scores = final[rows]
+        kth = np.partition(scores, rows.size - k)[rows.size - k]
+        above = rows[scores > kth]
+        tied = rows[scores == kth][: k - above.size]
+        rows = np.concatenate((above, tied))
+    ordered: npt.NDArray[np.intp] = rows[np.lexsort((rows, -final[rows]))]
+    return ordered
+
+
+def _explain(
+    row: int, signals: _Signals, index: PartitionIndex, weights: RankWeights
+) -> Explanation:
+    lexical = float(signals.lexical[row])
+    lexical_rank = 1 + int(np.count_nonzero(signals.lexical > lexical)) if lexical > 0 else None
+    vector_rank, similarity = None, None
+    if signals.similarity is not None and index.has_vector[row]:
+        similarity = float(signals.similarity[row])
+        present = signals.similarity[index.has_vector]
+        vector_rank = 1 + int(np.count_nonzero(present > similarity))
+    neighbour = None
+    if signals.boost[row] > 0.0:
+        found = best_neighbour(row, signals.fused, index.neighbours, weights.neighbour_weight)
+        neighbour = None if found is None else int(index.keys[found])
+    return Explanation(
+        lexical_rank=lexical_rank,
+        lexical_score=lexical if lexical > 0 else None,
+        vector_rank=vector_rank,
+        vector_similarity=similarity,
+        fused_score=float(signals.fused[row]),
+        neighbour_boost=float(signals.boost[row]),
+        neighbour_key=neighbour,
+        decay=float(signals.decay[row]),
+        importance=float(signals.importance[row]),
+        confidence=float(signals.confidence[row]),
+        final_score=float(signals.final[row]),
+    )

@@ -1,0 +1,51 @@
+"""API shapes of /search."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated
+
+import msgspec
+
+from tether.memories.enums import MemoryLayer, MemoryType
+
+Query = Annotated[str, msgspec.Meta(min_length=1, max_length=2000)]
+
+
+class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
+    query: Query
+    k: Annotated[int, msgspec.Meta(ge=1, le=50)] = 5
+    types: list[MemoryType] | None = None
+    layers: list[MemoryLayer] | None = None
+
+
+class ExplanationRead(msgspec.Struct):
+    lexical_rank: int | None
+    lexical_score: float | None
+    vector_rank: int | None
+    vector_similarity: float | None
+    fused_score: float
+    neighbour_boost: float
+    decay: float
+    importance: float
+    confidence: float
+    final_score: float
+
+
+class SearchHit(msgspec.Struct):
+    id: uuid.UUID
+    external_id: str | None
+    content: str
+    memory_type: str
+    layer: str
+    occurred_at: datetime
+    score: float
+    explanation: ExplanationRead
+
+
+class SearchResponse(msgspec.Struct):
+    results: list[SearchHit]
+    degraded: list[str]
+    tier: str
+    timings_ms: dict[str, float]

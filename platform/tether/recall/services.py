@@ -1,0 +1,177 @@
+"""Recall: the relationship's partition (local / Redis / Postgres), the query embedded
+with a deadline, ranked by the hybrid ranker; recalled memories are reinforced later."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenancy.ids import RelationshipScope
+from tether.core.background import spawn
+from tether.core.settings import Settings
+from tether.core.tasks import QueueUnavailable, TaskQueue
+from tether.providers.base import EmbeddingProvider, ProviderError
+from tether.recall.hot import LoadedPartition, PartitionRecord, PartitionStore
+from tether.recall.ranker import Explanation, rank
+from tether.recall.schemas import ExplanationRead, SearchHit
+from tether.recall.text import tokenize
+from tether.recall.weights import RankWeights
+
+log = logging.getLogger(__name__)
+
+REINFORCE_TASK = "memories.reinforce"
+
+
+@dataclass(slots=True)
+class Recalled:
+    hits: list[tuple[PartitionRecord, Explanation]]
+    latest_summary: PartitionRecord | None = None
+    degraded: list[str] = field(default_factory=list)
+    tier: str = "cold"
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+def explanation(e: Explanation) -> ExplanationRead:
+    return ExplanationRead(
+        lexical_rank=e.lexical_rank,
+        lexical_score=e.lexical_score,
+        vector_rank=e.vector_rank,
+        vector_similarity=e.vector_similarity,
+        fused_score=e.fused_score,
+        neighbour_boost=e.neighbour_boost,
+        decay=e.decay,
+        importance=e.importance,
+        confidence=e.confidence,
+        final_score=e.final_score,
+    )
+
+
+def hit(record: PartitionRecord, e: Explanation) -> SearchHit:
+    return SearchHit(
+        id=record.id,
+        external_id=record.external_id,
+        content=record.content,
+        memory_type=record.memory_type,
+        layer=record.layer,
+        occurred_at=record.occurred_at,
+        score=e.final_score,
+        explanation=explanation(e),
+    )
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)
+
+
+class Recall:
+    """One relationship's memories, ranked for a query."""
+
+    def __init__(
+        self,
+        session: AsyncSession,
+        store: PartitionStore,
+        embedder: EmbeddingProvider,
+        tasks: TaskQueue,
+        weights: RankWeights,
+        settings: Settings,
+    ) -> None:
+        self._session = session
+        self._store = store
+        self._embedder = embedder
+        self._tasks = tasks
+        self._weights = weights
+        self._settings = settings
+
+    async def _embed(self, query: str) -> npt.NDArray[np.float32] | None:
+        timeout = self._settings.embedding.query_timeout_ms / 1000
+        try:
+            vectors = await asyncio.wait_for(self._embedder.embed([query]), timeout)
+        except (ProviderError, TimeoutError) as exc:
+            log.warning(
+                "query embedding unavailable, recall is lexical only: %s", type(exc).__name__
+            )
+            return None
+        row: npt.NDArray[np.float32] = vectors[0]
+        return row
+
+    async def recall(
+        self,
+        scope: RelationshipScope,
+        query: str,
+        k: int,
+        *,
+        types: Sequence[str] | None = None,
+        layers: Sequence[str] | None = None,
+        include_private: bool = False,
+    ) -> Recalled:
+        started = time.perf_counter()
+        embedding = asyncio.ensure_future(self._embed(query))
+        tokens = tokenize(query)
+        try:
+            partition, redis_down = await self._store.load(self._session, scope)
+        except BaseException:
+            embedding.cancel()
+            raise
+        loaded = _ms(started)
+        vector = await embedding
+        embedded = _ms(started)
+        result = Recalled([], tier=partition.source)
+        if redis_down:
+            result.degraded.append("redis")
+        if vector is None:
+            result.degraded.append("embedding")
+        ranking_started = time.perf_counter()
+        result.hits = self._rank(partition, tokens, vector, k, types, layers, include_private)
+        summaries = [r for r in partition.records if r.memory_type == "summary"]
+        result.latest_summary = max(summaries, key=lambda r: r.occurred_at, default=None)
+        result.timings_ms = {
+            "load": loaded,
+            "embed": embedded,
+            "rank": _ms(ranking_started),
+            "recall": _ms(started),
+        }
+        if result.hits:
+            spawn(self._reinforce(scope, [r.id for r, _ in result.hits]), "reinforcement")
+        return result
+
+    def _rank(
+        self,
+        partition: LoadedPartition,
+        tokens: list[str],
+        vector: npt.NDArray[np.float32] | None,
+        k: int,
+        types: Sequence[str] | None,
+        layers: Sequence[str] | None,
+        include_private: bool,
+    ) -> list[tuple[PartitionRecord, Explanation]]:
+        now = datetime.now(UTC)
+        records = partition.records
+
+        def eligible(record: PartitionRecord) -> bool:
+            return (
+                (record.expires_at is None or record.expires_at > now)
+                and (include_private or not record.private_to_creator)
+                and (types is None or record.memory_type in types)
+                and (layers is None or record.layer in layers)
+            )
+
+        excluded = sum(1 for r in records if not eligible(r))
+        ranked = rank(tokens, vector, partition.index, k + excluded, now, self._weights)
+        hits = [(records[key], e) for key, e in ranked if eligible(records[key])]
+        return hits[:k]
+
+    async def _reinforce(self, scope: RelationshipScope, ids: list[uuid.UUID]) -> None:
+        args = [str(scope.tenant_id), str(scope.relationship_id), [str(i) for i in ids]]
+        try:
+            await self._tasks.send(REINFORCE_TASK, args)
+        except QueueUnavailable:
+            log.info("reinforcement skipped: the queue is away")

@@ -1,0 +1,51 @@
+"""Per-process services of a worker that are not plain resources: the embedding model
+(loaded once per process) and the partition store used to invalidate hot partitions."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from tether.core.resources import Resources
+from tether.core.settings import Settings
+from tether.providers.base import EmbeddingProvider
+from tether.providers.configured import embedding_provider, rank_weights, warm_up
+from tether.recall.hot import PartitionStore
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerServices:
+    embedder: EmbeddingProvider
+    partitions: PartitionStore
+
+
+_embedders: dict[int, EmbeddingProvider] = {}
+_services: dict[int, WorkerServices] = {}
+
+
+def _embedder(settings: Settings) -> EmbeddingProvider:
+    pid = os.getpid()
+    if pid not in _embedders:
+        _embedders.clear()  # a forked child must not use its parent's client
+        _embedders[pid] = embedding_provider(settings)
+    return _embedders[pid]
+
+
+def warm_up_process(settings: Settings) -> None:
+    """Load the tokenizer dictionary and the embedding model of this process now."""
+    warm_up(settings, _embedder(settings))
+
+
+def services_for(resources: Resources) -> WorkerServices:
+    pid = os.getpid()
+    if pid not in _services:
+        settings = resources.settings
+        _services.clear()
+        _services[pid] = WorkerServices(
+            _embedder(settings),
+            # A worker never ranks, it only invalidates: no local partition copies.
+            PartitionStore(
+                resources.redis, rank_weights(settings), settings.recall.hot_ttl_seconds, 0
+            ),
+        )
+    return _services[pid]

@@ -1,0 +1,82 @@
+"""Memory extraction per ended session, reinforcement of recalled memories, expiry."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import UTC, datetime
+
+from redis.exceptions import RedisError
+
+from tenancy.ids import RelationshipScope
+from tether.core.database import transaction
+from tether.core.resources import Resources
+from tether.memories.expiry import expire_due
+from tether.memories.repositories import MemoryRepository
+from tether.memories.session_extraction import SessionExtraction
+from tether.recall.services import REINFORCE_TASK
+from tether.turns.sessions import EXTRACT_TASK
+from tether.turns.working_memory import WorkingMemory
+from workers.app import EXPIRY_TASK, app, settings_of
+from workers.runtime import run
+from workers.services import services_for
+from workers.tasks.turns import scope_of
+
+log = logging.getLogger(__name__)
+
+
+async def _extract(
+    resources: Resources, scope: RelationshipScope, session_id: str
+) -> dict[str, object]:
+    services = services_for(resources)
+    async with transaction(resources.sessions) as session:
+        report = await SessionExtraction(
+            session, scope, services.embedder, services.partitions.invalidate, resources.settings
+        ).run(session_id)
+    if report.status in ("extracted", "raw_only"):
+        try:
+            await WorkingMemory(resources.redis).drop_session(scope, session_id)
+        except RedisError as exc:  # it ages out with its TTL
+            log.warning("working memory of an ended session not dropped: %s", exc)
+    return {
+        "status": report.status,
+        "outcomes": report.outcomes,
+        "forgotten": report.forgotten,
+        "summary": report.summary,
+    }
+
+
+@app.task(name=EXTRACT_TASK)
+def extract_session(tenant_id: str, relationship_id: str, session_id: str) -> dict[str, object]:
+    """Turn an ended session into memories (idempotent: a session is extracted once)."""
+    scope = scope_of(tenant_id, relationship_id)
+    return run(settings_of(app), lambda r: _extract(r, scope, session_id))
+
+
+async def _reinforce(resources: Resources, scope: RelationshipScope, ids: list[uuid.UUID]) -> int:
+    memory = resources.settings.memory
+    async with transaction(resources.sessions) as session:
+        # Strength only stretches the forgetting curve: the hot partition is not
+        # invalidated for it (it catches up on its next rebuild).
+        return await MemoryRepository(session, scope).reinforce(
+            ids, datetime.now(UTC), memory.reinforce_step, memory.max_strength
+        )
+
+
+@app.task(name=REINFORCE_TASK)
+def reinforce(tenant_id: str, relationship_id: str, memory_ids: list[str]) -> int:
+    """Recalled memories are remembered longer (off the request path)."""
+    scope = scope_of(tenant_id, relationship_id)
+    ids = [uuid.UUID(i) for i in memory_ids]
+    return run(settings_of(app), lambda r: _reinforce(r, scope, ids))
+
+
+async def _expire(resources: Resources) -> int:
+    services = services_for(resources)
+    return await expire_due(resources.sessions, services.partitions.invalidate, datetime.now(UTC))
+
+
+@app.task(name=EXPIRY_TASK)
+def expire() -> int:
+    """Periodic (beat): memories past ``expires_at`` stop being active."""
+    return run(settings_of(app), _expire)
