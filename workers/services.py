@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from tether.core.resources import Resources
 from tether.core.settings import Settings
-from tether.providers.base import EmbeddingProvider
-from tether.providers.configured import embedding_provider, rank_weights, warm_up
+from tether.providers.base import ChatProvider, EmbeddingProvider
+from tether.providers.configured import chat_provider, embedding_provider, rank_weights, warm_up
 from tether.recall.hot import PartitionStore
 
 
@@ -17,6 +17,7 @@ from tether.recall.hot import PartitionStore
 class WorkerServices:
     embedder: EmbeddingProvider
     partitions: PartitionStore
+    chat: ChatProvider | None
 
 
 _embedders: dict[int, EmbeddingProvider] = {}
@@ -47,5 +48,6 @@ def services_for(resources: Resources) -> WorkerServices:
             PartitionStore(
                 resources.redis, rank_weights(settings), settings.recall.hot_ttl_seconds, 0
             ),
+            chat_provider(settings),
         )
     return _services[pid]

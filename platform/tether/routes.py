@@ -12,6 +12,7 @@ from tether.context.controllers import ContextController
 from tether.health.controllers import HealthController
 from tether.memories.controllers import MemoryController
 from tether.personas.controllers import PersonaProfileController
+from tether.privacy.controllers import PrivacyPatternController
 from tether.recall.controllers import SearchController
 from tether.turns.controllers import TurnController
 
@@ -29,4 +30,5 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     MemoryController,
     SearchController,
     ContextController,
+    PrivacyPatternController,
 ]

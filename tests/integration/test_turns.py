@@ -356,3 +356,26 @@ async def test_listing_turns_pages_and_filters_by_session(
     assert [t["text"] for t in second["items"]] == ["t2", "t3"]
     only = (await client.get(url, params={"session_id": "s-1"}, headers=headers)).json()
     assert [t["text"] for t in only["items"]] == ["t1", "t3"]
+
+
+async def test_tenant_privacy_patterns_mask_before_storage(client, make_tenant, resources) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    url = "/v1/tenant/privacy-patterns"
+    body = {"patterns": [{"tag": "MEMBER_ID", "pattern": r"VIP-\d{6}"}]}
+    put = await client.put(url, json=body, headers=tenant.admin)
+    assert put.status_code == 200, put.text
+    assert (await client.get(url, headers=tenant.admin)).json() == body
+    assert (await client.put(url, json=body, headers=headers)).status_code == 403
+    bad = {"patterns": [{"tag": "BAD", "pattern": "(a+)+$"}]}
+    refused = await client.put(url, json=bad, headers=tenant.admin)
+    assert refused.status_code == 422
+    assert refused.json()["errors"][0]["field"] == "patterns[0].pattern"
+    rid = await _relationship(client, headers, "tenant-patterns")
+    sent = {"turns": [turn("my member card is VIP-123456, order 20231107")]}
+    result = (
+        await client.post(f"/v1/relationships/{rid}/turns", json=sent, headers=headers)
+    ).json()
+    assert result["results"][0]["masked"] == ["MEMBER_ID"]
+    [entry] = await _working_memory(resources, tenant.id, rid)
+    assert entry.text == "my member card is [MEMBER_ID], order 20231107"

@@ -291,3 +291,33 @@ def test_chinese_memory_is_found_first_without_embeddings(
 ) -> None:
     results = rank(tokenize(query), None, chinese_partition, 3, NOW, RankWeights())
     assert keys(results)[0] == expected
+
+
+def test_rrf_fusion_ranks_by_reciprocal_ranks_and_is_always_explained() -> None:
+    from datetime import UTC, datetime
+
+    import numpy as np
+
+    from tether.recall.partition import PartitionIndex, RankDoc
+    from tether.recall.ranker import rank
+    from tether.recall.weights import RankWeights
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    texts = [["tea", "green"], ["coffee"], ["tea"], ["water"]]
+    vectors = [np.array(v, dtype=np.float32) for v in ([1, 0], [0, 1], [0.6, 0.8], [0.8, 0.6])]
+    docs = [
+        RankDoc(i, t, v / np.linalg.norm(v), 0.5, 1.0, 1.0, now, None)
+        for i, (t, v) in enumerate(zip(texts, vectors, strict=True))
+    ]
+    query_vector = np.array([1.0, 0.0], dtype=np.float32)
+    for fusion in ("rrf", "score"):
+        weights = RankWeights(fusion=fusion, rrf_k=60, decay_floor=1.0)
+        index = PartitionIndex.build(docs, weights)
+        ranked = rank(["tea"], query_vector, index, 4, now, weights)
+        explained = dict(ranked)
+        # Doc 0: lexical rank 2 (shorter doc 2 scores higher in BM25) and vector rank 1.
+        expected = (1 / (60 + explained[0].lexical_rank) + 0.5 / (60 + 1)) / (1 / 61 + 0.5 / 61)
+        assert abs(explained[0].rrf_score - expected) < 1e-9
+        if fusion == "rrf":
+            assert explained[0].fused_score == explained[0].rrf_score
+        assert all(0.0 <= e.rrf_score <= 1.0 for e in explained.values())

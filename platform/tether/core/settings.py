@@ -113,6 +113,8 @@ class MemorySettings(BaseModel):
 class RecallSettings(BaseModel):
     """Ranking weights (documented in docs/decisions/0007) and the hot tier."""
 
+    fusion: Literal["score", "rrf"] = "score"
+    rrf_k: int = Field(default=60, ge=1)
     bm25_k1: float = Field(default=0.9, gt=0)
     bm25_b: float = Field(default=0.4, ge=0, le=1)
     lexical_weight: float = Field(default=1.0, ge=0)

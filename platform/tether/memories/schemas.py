@@ -31,6 +31,9 @@ class MemoryCreate(msgspec.Struct, forbid_unknown_fields=True):
     polarity: Polarity = Polarity.AFFIRMED
     expires_at: datetime | None = None
     private_to_creator: bool = False
+    # The conversation session the memory comes from (e.g. an imported chat log): its
+    # memories are neighbours in recall, so a question finds the turns around a match.
+    session_id: ExternalId | None = None
 
 
 class MemoryBatchCreate(msgspec.Struct, forbid_unknown_fields=True):
@@ -72,6 +75,7 @@ class MemoryRead(msgspec.Struct):
     is_active: bool
     superseded_by: uuid.UUID | None
     source_turn_ids: list[uuid.UUID]
+    session_id: str | None
     private_to_creator: bool
     origin: str
     version: int

@@ -55,6 +55,7 @@ def read(m: Memory) -> s.MemoryRead:
         is_active=m.is_active,
         superseded_by=m.superseded_by,
         source_turn_ids=list(m.source_turn_ids),
+        session_id=m.source_session_id,
         private_to_creator=m.private_to_creator,
         origin=m.origin,
         version=m.version,
@@ -250,6 +251,7 @@ class MemoryService:
                 external_id=item.external_id,
                 expires_at=item.expires_at,
                 private_to_creator=item.private_to_creator,
+                source_session_id=item.session_id,
             )
             for item in items
         ]

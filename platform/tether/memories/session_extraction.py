@@ -21,10 +21,11 @@ from tether.core.settings import Settings
 from tether.memories.consolidation import ExistingMemory, consolidate, matches_forget
 from tether.memories.enums import MemoryLayer, MemoryType, Outcome, Polarity
 from tether.memories.extraction import Candidate, TurnText, extract, summarize_session
+from tether.memories.extraction.llm_step import refine
 from tether.memories.models import Memory
 from tether.memories.repositories import ConsolidationLogRepository, MemoryRepository
 from tether.memories.writer import Invalidate, MemoryWriter, NewMemory, layer_for
-from tether.providers.base import EmbeddingProvider
+from tether.providers.base import ChatProvider, EmbeddingProvider
 from tether.turns.repositories import ChatSessionRepository, TurnRepository
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,9 @@ class SessionExtraction:
         embedder: EmbeddingProvider,
         invalidate: Invalidate,
         settings: Settings,
+        chat: ChatProvider | None = None,
     ) -> None:
+        self._chat = chat
         self._session = session
         self._scope = scope
         self._settings = settings
@@ -101,6 +104,9 @@ class SessionExtraction:
         turns = [TurnText(t.id, t.role, t.text, t.at) for t in rows]
         self._turn_at = {t.id: t.at for t in turns}
         extraction = extract(turns)
+        if self._chat is not None and turns:
+            # One call per session; any failure leaves the rules' extraction as it is.
+            extraction = await refine(self._chat, turns, extraction)
         report = ExtractionReport("extracted")
         active = {m.id: m for m in await self._memories.active(now)}
         for request in extraction.forget:

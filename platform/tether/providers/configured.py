@@ -47,6 +47,8 @@ def chat_provider(settings: Settings) -> ChatProvider | None:
 def rank_weights(settings: Settings) -> RankWeights:
     r = settings.recall
     return RankWeights(
+        fusion=r.fusion,
+        rrf_k=r.rrf_k,
         bm25_k1=r.bm25_k1,
         bm25_b=r.bm25_b,
         lexical_weight=r.lexical_weight,

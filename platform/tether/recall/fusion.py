@@ -52,6 +52,39 @@ def fuse(lexical: FloatArray, vector: FloatArray | None, weights: RankWeights) -
     return fused
 
 
+def _ranks(
+    scores: npt.NDArray[np.float32] | FloatArray, present: npt.NDArray[np.bool_]
+) -> FloatArray:
+    """1-based competition ranks among ``present`` rows (best = 1); inf elsewhere."""
+    ranks = np.full(len(scores), np.inf, dtype=np.float64)
+    values = np.asarray(scores, dtype=np.float64)[present]
+    if values.size:
+        ascending = np.sort(values)
+        # rank = 1 + how many present rows score strictly higher
+        higher = values.size - np.searchsorted(ascending, values, side="right")
+        ranks[present] = 1 + higher
+    return ranks
+
+
+def reciprocal_rank_fusion(
+    lexical: npt.NDArray[np.float32],
+    similarity: npt.NDArray[np.float32] | None,
+    has_vector: npt.NDArray[np.bool_],
+    weights: RankWeights,
+) -> FloatArray:
+    """Weighted RRF of the lexical ranking (memories with a BM25 match) and the vector
+    ranking, divided by its largest possible value so it lies in [0, 1] like ``fuse``."""
+    k = float(weights.rrf_k)
+    lexical_weight = weights.lexical_weight
+    total = lexical_weight / (k + 1)
+    fused = lexical_weight / (k + _ranks(lexical, lexical > 0))
+    if similarity is not None and weights.vector_weight > 0:
+        fused = fused + weights.vector_weight / (k + _ranks(similarity, has_vector))
+        total += weights.vector_weight / (k + 1)
+    scaled: FloatArray = fused / total
+    return scaled
+
+
 def neighbour_boost(
     relevance: FloatArray, neighbours: npt.NDArray[np.intp], weight: float
 ) -> FloatArray:

@@ -16,7 +16,7 @@ import secrets
 import time
 import uuid
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import msgspec
@@ -134,10 +134,10 @@ def _build(
     return LoadedPartition(records, PartitionIndex.build(docs, weights), version, source)
 
 
-def _group(memory: Memory) -> str:
-    # Memories from one session, or written for the same moment (an imported
-    # conversation), are neighbours in the order they were made.
-    return memory.source_session_id or memory.occurred_at.isoformat()
+def _group(memory: Memory) -> str | None:
+    # Memories of one conversation session (extracted from it, or imported with its
+    # session id) are neighbours in the order they happened; others stand alone.
+    return memory.source_session_id
 
 
 class PartitionStore:
@@ -207,7 +207,7 @@ class PartitionStore:
             return None
         self._local.move_to_end(key)
         self.stats.local += 1
-        return entry.partition
+        return replace(entry.partition, source="local")
 
     def _remember(self, scope: RelationshipScope, partition: LoadedPartition) -> None:
         if self._capacity == 0:

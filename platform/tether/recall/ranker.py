@@ -20,6 +20,7 @@ from tether.recall.fusion import (
     best_neighbour,
     fuse,
     neighbour_boost,
+    reciprocal_rank_fusion,
     scaled_lexical,
     scaled_similarity,
 )
@@ -34,15 +35,19 @@ class Explanation:
     """Why a memory ranked where it did.
 
     Ranks are 1-based among memories with a lexical match (resp. a vector); None when the
-    memory had none. ``fused_score`` is its own relevance in [0, 1]; ``neighbour_boost``
-    what it borrowed from ``neighbour_key``; ``decay``, ``importance`` and ``confidence``
-    are the factors applied; ``final_score`` the product that ordered the results.
+    memory had none. ``rrf_score`` is the (weighted, scaled to [0, 1]) Reciprocal Rank
+    Fusion of the two rankings, always reported; ``fused_score`` is the relevance the
+    configured fusion gave (the RRF score itself when ``fusion`` is ``rrf``), in [0, 1];
+    ``neighbour_boost`` what it borrowed from ``neighbour_key``; ``decay``,
+    ``importance`` and ``confidence`` are the factors applied; ``final_score`` the
+    product that ordered the results.
     """
 
     lexical_rank: int | None
     lexical_score: float | None
     vector_rank: int | None
     vector_similarity: float | None
+    rrf_score: float
     fused_score: float
     neighbour_boost: float
     neighbour_key: int | None
@@ -56,6 +61,7 @@ class Explanation:
 class _Signals:
     lexical: npt.NDArray[np.float32]
     similarity: npt.NDArray[np.float32] | None
+    rrf: FloatArray
     fused: FloatArray
     boost: FloatArray
     decay: FloatArray
@@ -95,13 +101,14 @@ def _signals(
     lexical = index.bm25.scores(query_tokens)
     similarity = _similarity(query_vector, index, weights)
     scaled = None if similarity is None else scaled_similarity(similarity, index.has_vector)
-    fused = fuse(scaled_lexical(lexical), scaled, weights)
+    rrf = reciprocal_rank_fusion(lexical, similarity, index.has_vector, weights)
+    fused = rrf if weights.fusion == "rrf" else fuse(scaled_lexical(lexical), scaled, weights)
     boost = neighbour_boost(fused, index.neighbours, weights.neighbour_weight)
     decay = time_factor(index.reference_time, index.strength, now.timestamp(), weights)
     importance = quality_factor(index.importance, weights.importance_floor)
     confidence = quality_factor(index.confidence, weights.confidence_floor)
     final = (fused + boost) * decay * importance * confidence
-    return _Signals(lexical, similarity, fused, boost, decay, importance, confidence, final)
+    return _Signals(lexical, similarity, rrf, fused, boost, decay, importance, confidence, final)
 
 
 def _similarity(
@@ -149,6 +156,7 @@ def _explain(
         lexical_score=lexical if lexical > 0 else None,
         vector_rank=vector_rank,
         vector_similarity=similarity,
+        rrf_score=float(signals.rrf[row]),
         fused_score=float(signals.fused[row]),
         neighbour_boost=float(signals.boost[row]),
         neighbour_key=neighbour,

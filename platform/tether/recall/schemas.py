@@ -25,8 +25,10 @@ class ExplanationRead(msgspec.Struct):
     lexical_score: float | None
     vector_rank: int | None
     vector_similarity: float | None
+    rrf_score: float
     fused_score: float
     neighbour_boost: float
+    neighbour_id: uuid.UUID | None
     decay: float
     importance: float
     confidence: float

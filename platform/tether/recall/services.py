@@ -34,20 +34,24 @@ REINFORCE_TASK = "memories.reinforce"
 @dataclass(slots=True)
 class Recalled:
     hits: list[tuple[PartitionRecord, Explanation]]
+    # The memory whose relevance spread to a hit (its neighbour in the same session).
+    neighbours: dict[uuid.UUID, uuid.UUID] = field(default_factory=dict)
     latest_summary: PartitionRecord | None = None
     degraded: list[str] = field(default_factory=list)
     tier: str = "cold"
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
-def explanation(e: Explanation) -> ExplanationRead:
+def explanation(e: Explanation, neighbour_id: uuid.UUID | None = None) -> ExplanationRead:
     return ExplanationRead(
         lexical_rank=e.lexical_rank,
         lexical_score=e.lexical_score,
         vector_rank=e.vector_rank,
         vector_similarity=e.vector_similarity,
+        rrf_score=e.rrf_score,
         fused_score=e.fused_score,
         neighbour_boost=e.neighbour_boost,
+        neighbour_id=neighbour_id,
         decay=e.decay,
         importance=e.importance,
         confidence=e.confidence,
@@ -55,7 +59,9 @@ def explanation(e: Explanation) -> ExplanationRead:
     )
 
 
-def hit(record: PartitionRecord, e: Explanation) -> SearchHit:
+def hit(
+    record: PartitionRecord, e: Explanation, neighbour_id: uuid.UUID | None = None
+) -> SearchHit:
     return SearchHit(
         id=record.id,
         external_id=record.external_id,
@@ -64,7 +70,7 @@ def hit(record: PartitionRecord, e: Explanation) -> SearchHit:
         layer=record.layer,
         occurred_at=record.occurred_at,
         score=e.final_score,
-        explanation=explanation(e),
+        explanation=explanation(e, neighbour_id),
     )
 
 
@@ -131,6 +137,11 @@ class Recall:
             result.degraded.append("embedding")
         ranking_started = time.perf_counter()
         result.hits = self._rank(partition, tokens, vector, k, types, layers, include_private)
+        result.neighbours = {
+            record.id: partition.records[e.neighbour_key].id
+            for record, e in result.hits
+            if e.neighbour_key is not None
+        }
         summaries = [r for r in partition.records if r.memory_type == "summary"]
         result.latest_summary = max(summaries, key=lambda r: r.occurred_at, default=None)
         result.timings_ms = {

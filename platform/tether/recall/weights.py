@@ -7,6 +7,7 @@ on LoCoMo and argued for in docs/decisions/0007-bm25-and-fusion.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,6 +15,10 @@ class RankWeights:
     """How lexical, vector, neighbour, time and quality signals combine into one score.
 
     Attributes:
+        fusion: how the lexical and vector rankings combine: ``score`` (weighted scaled
+            scores, the default, measured better on LoCoMo) or ``rrf`` (weighted
+            Reciprocal Rank Fusion). Both are reported in every explanation.
+        rrf_k: the RRF constant: a memory at rank r contributes ``weight / (rrf_k + r)``.
         bm25_k1: BM25 term-frequency saturation (applied when a partition is indexed).
         bm25_b: BM25 document-length normalisation (applied when a partition is indexed).
         lexical_weight: share of the BM25 score (divided by the partition's best) in the
@@ -36,6 +41,8 @@ class RankWeights:
             inferred, memories rank lower but are never hidden).
     """
 
+    fusion: Literal["score", "rrf"] = "score"
+    rrf_k: int = 60
     bm25_k1: float = 0.9
     bm25_b: float = 0.4
     lexical_weight: float = 1.0
@@ -55,5 +62,7 @@ class RankWeights:
             raise ValueError("fusion weights must be non-negative")
         if self.lexical_weight + self.vector_weight == 0:
             raise ValueError("at least one fusion weight must be positive")
+        if self.rrf_k < 1:
+            raise ValueError("rrf_k must be at least 1")
         if self.decay_half_life_days <= 0 or self.neighbour_window < 0:
             raise ValueError("decay_half_life_days must be positive, neighbour_window >= 0")

@@ -1,0 +1,157 @@
+"""Recall when its dependencies fail: an embedding provider that errors or is slow
+(lexical-only, said in ``degraded``), and Redis away (partitions from Postgres, the hot
+tier refilled when it returns)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from tests.providers_server import FakeOpenAIServer, Reply
+from tests.support import resolve_body
+from tether.api.request_id import request_id_middleware
+from tether.app import bind_resources, create_app
+from tether.core.resources import open_resources
+from tether.core.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def embedding_server():  # type: ignore[no-untyped-def]
+    server = FakeOpenAIServer(dimension=16).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+async def remote_client(settings: Settings, embedding_server) -> AsyncIterator[httpx.AsyncClient]:
+    """The app configured with an OpenAI-compatible embedding endpoint we control."""
+    remote = settings.model_copy(
+        update={
+            "embedding": settings.embedding.model_copy(
+                update={
+                    "kind": "openai",
+                    "base_url": embedding_server.base_url,
+                    "model": "test-embed",
+                    "dimension": 16,
+                    "timeout_seconds": 0.3,
+                    "max_retries": 0,
+                    "query_timeout_ms": 200,
+                }
+            )
+        }
+    )
+    app = create_app(remote)
+    async with open_resources(remote) as resources:
+        bind_resources(app, resources)
+        transport = httpx.ASGITransport(app=request_id_middleware(app))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            yield http
+        await app.state.embedder.aclose()
+
+
+async def _relationship(client, headers, user: str) -> str:
+    response = await client.post("/v1/resolve", json=resolve_body(user), headers=headers)
+    return str(response.json()["relationship_id"])
+
+
+async def test_a_failing_embedding_provider_degrades_to_lexical(
+    make_tenant, remote_client, embedding_server
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid = await _relationship(remote_client, headers, "emb-down")
+    url = f"/v1/relationships/{rid}/memories/batch"
+    embedding_server.reset()
+    embedding_server.enqueue(Reply(status=500))
+    body = {"memories": [{"content": "The user plays the cello"}, {"content": "用户养了一只猫"}]}
+    created = (await remote_client.post(url, json=body, headers=headers)).json()
+    assert created["degraded"] == ["embedding"]  # stored anyway, without vectors
+    embedding_server.enqueue(Reply(status=500))
+    search = f"/v1/relationships/{rid}/search"
+    found = (await remote_client.post(search, json={"query": "cello"}, headers=headers)).json()
+    assert found["degraded"] == ["embedding"]
+    assert [r["content"] for r in found["results"]] == ["The user plays the cello"]
+    assert found["results"][0]["explanation"]["vector_rank"] is None
+    embedding_server.enqueue(Reply(delay=1.0))  # slower than the query deadline
+    slow = (await remote_client.post(search, json={"query": "猫"}, headers=headers)).json()
+    assert slow["degraded"] == ["embedding"]
+    assert [r["content"] for r in slow["results"]] == ["用户养了一只猫"]
+    embedding_server.enqueue(Reply(status=503))
+    context = (
+        await remote_client.post(
+            "/v1/context", json={"relationship_id": rid, "query": "cello"}, headers=headers
+        )
+    ).json()
+    assert "embedding" in context["degraded"]
+    assert "The user plays the cello" in context["context"]
+
+
+async def test_a_healthy_embedding_provider_adds_the_vector_ranking(
+    make_tenant, remote_client, embedding_server
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid = await _relationship(remote_client, headers, "emb-up")
+    embedding_server.reset()
+    body = {"memories": [{"content": "The user plays the cello"}]}
+    created = (
+        await remote_client.post(
+            f"/v1/relationships/{rid}/memories/batch", json=body, headers=headers
+        )
+    ).json()
+    assert created["degraded"] == []
+    found = (
+        await remote_client.post(
+            f"/v1/relationships/{rid}/search", json={"query": "cello"}, headers=headers
+        )
+    ).json()
+    assert found["degraded"] == []
+    assert found["results"][0]["explanation"]["vector_rank"] == 1
+
+
+async def test_redis_down_reads_partitions_from_postgres_and_refills_after(
+    settings: Settings, client, make_tenant, resources, tmp_path
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid = await _relationship(client, headers, "redis-recall")
+    await client.post(
+        f"/v1/relationships/{rid}/memories",
+        json={"content": "The user's sister lives in Lyon"},
+        headers=headers,
+    )
+    search = f"/v1/relationships/{rid}/search"
+    first = (await client.post(search, json={"query": "sister Lyon"}, headers=headers)).json()
+    assert first["tier"] == "cold"
+    again = (await client.post(search, json={"query": "sister Lyon"}, headers=headers)).json()
+    assert again["tier"] == "local"
+    broken = settings.model_copy(update={"redis_url": f"unix://{tmp_path}/absent.sock"})
+    app = create_app(broken)
+    async with open_resources(broken) as down_resources:
+        bind_resources(app, down_resources)
+        transport = httpx.ASGITransport(app=request_id_middleware(app))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as down:
+            during = (
+                await down.post(search, json={"query": "sister Lyon"}, headers=headers)
+            ).json()
+            context = (
+                await down.post(
+                    "/v1/context", json={"relationship_id": rid, "query": "sister"}, headers=headers
+                )
+            ).json()
+    assert during["tier"] == "cold"
+    assert "redis" in during["degraded"]
+    assert [r["content"] for r in during["results"]] == ["The user's sister lives in Lyon"]
+    assert "Lyon" in context["context"]
+    # Redis is back (the module's app): an evicted hot partition is rebuilt on demand.
+    for key in await resources.redis.keys("tether:hot:*") + await resources.redis.keys(
+        "tether:pv:*"
+    ):
+        await resources.redis.delete(key)
+    refilled = (await client.post(search, json={"query": "sister Lyon"}, headers=headers)).json()
+    assert refilled["tier"] == "cold"
+    assert await resources.redis.keys(f"tether:hot:{tenant.id}:{rid}")
