@@ -45,6 +45,7 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
         rank_weights(resources.settings),
         recall.hot_ttl_seconds,
         recall.local_partitions,
+        app.state.embedder.name,
     )
 
 

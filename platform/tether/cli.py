@@ -73,6 +73,48 @@ def _cmd_tenant_create(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
+    from tether.core.resources import open_resources
+    from tether.memories.reindex import Progress, reindex
+    from tether.providers.configured import embedding_provider, rank_weights, warm_up
+    from tether.recall.hot import PartitionStore
+    from tether.runtime.services import backing_services
+
+    def show(progress: Progress) -> None:
+        total = max(progress.total, 1)
+        filled = int(30 * min(progress.done, total) / total)
+        bar = "#" * filled + "." * (30 - filled)
+        print(  # noqa: T201
+            f"\r[{bar}] {progress.done}/{progress.total} memories, {progress.rate:.0f}/s",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    async def run(live: Settings) -> Progress:
+        embedder = embedding_provider(live)
+        warm_up(live, embedder)
+        async with open_resources(live) as resources:
+            store = PartitionStore(resources.redis, rank_weights(live), 60, 0)
+            try:
+                return await reindex(
+                    resources.sessions,
+                    embedder,
+                    store.invalidate,
+                    batch=args.batch,
+                    everything=args.all,
+                    report=show,
+                )
+            finally:
+                await embedder.aclose()
+
+    with backing_services(settings) as live:
+        progress = asyncio.run(run(live))
+    print(file=sys.stderr)  # noqa: T201 - end the progress line
+    print(json.dumps({"reindexed": progress.done}))  # noqa: T201
+    return 0
+
+
 def _cmd_doctor(settings: Settings, _: argparse.Namespace) -> int:
     from tether.runtime.doctor import run_checks
 
@@ -111,6 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("name")
     create.add_argument("--region", default=None, help="data region (default: TETHER_REGION)")
     create.set_defaults(handler=_cmd_tenant_create)
+    reindex = sub.add_parser(
+        "reindex",
+        help="recompute memory tokens and vectors with the configured embedding model "
+        "(after changing it); resumable",
+    )
+    reindex.add_argument("--batch", type=int, default=256, help="memories per transaction")
+    reindex.add_argument(
+        "--all", action="store_true", help="redo every memory, not only those of another model"
+    )
+    reindex.set_defaults(handler=_cmd_reindex)
     sub.add_parser(
         "doctor", help="check every dependency and print what is wrong, with the fix"
     ).set_defaults(handler=_cmd_doctor)

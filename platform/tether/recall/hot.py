@@ -142,8 +142,16 @@ def _group(memory: Memory) -> str | None:
 
 class PartitionStore:
     def __init__(
-        self, redis: Redis, weights: RankWeights, ttl_seconds: int, local_capacity: int
+        self,
+        redis: Redis,
+        weights: RankWeights,
+        ttl_seconds: int,
+        local_capacity: int,
+        embedding_model: str | None = None,
     ) -> None:
+        # Vectors of another model (before `tether reindex` ran) are not comparable
+        # with query vectors: those memories rank lexically until reindexed.
+        self._model = embedding_model
         self._redis = redis
         self._weights = weights
         self._ttl = ttl_seconds
@@ -275,7 +283,10 @@ class PartitionStore:
             for m in rows
         ]
         vectors = [
-            None if m.embedding is None else np.asarray(m.embedding, dtype=np.float32) for m in rows
+            None
+            if m.embedding is None or (self._model is not None and m.embedding_model != self._model)
+            else np.asarray(m.embedding, dtype=np.float32)
+            for m in rows
         ]
         return _build(records, vectors, self._weights, version, "cold")
 
