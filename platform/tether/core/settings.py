@@ -143,6 +143,18 @@ class ContextSettings(BaseModel):
     memory_candidates: int = Field(default=20, ge=1, le=50)
 
 
+class KnowledgeSettings(BaseModel):
+    """Knowledge-base uploads, chunking and retrieval."""
+
+    max_upload_bytes: int = Field(default=20 * 1024 * 1024, ge=1024)
+    max_pdf_pages: int = Field(default=100, ge=1)
+    chunk_chars: int = Field(default=700, ge=100)
+    chunk_overlap_chars: int = Field(default=100, ge=0)
+    top_k: int = Field(default=3, ge=1, le=50)
+    # Past this, /v1/context is built without knowledge (degraded: knowledge_timeout).
+    query_timeout_ms: int = Field(default=700, ge=1)
+
+
 class Settings(BaseSettings):
     """The root of the settings tree.
 
@@ -178,6 +190,7 @@ class Settings(BaseSettings):
     memory: MemorySettings = MemorySettings()
     recall: RecallSettings = RecallSettings()
     context: ContextSettings = ContextSettings()
+    knowledge: KnowledgeSettings = KnowledgeSettings()
 
     @property
     def is_embedded(self) -> bool:
