@@ -20,7 +20,7 @@ from redis import Redis as SyncRedis
 from tether.api.request_id import request_id_middleware
 from tether.app import bind_resources, create_app
 from tether.core.resources import Resources, open_resources
-from tether.core.settings import Settings
+from tether.core.settings import APP_ROLE, Settings
 from tether.health.heartbeat import HEARTBEAT_KEY
 from tether.runtime import migrate
 from tether.runtime.embedded_postgres import EmbeddedPostgres
@@ -76,6 +76,9 @@ def settings(
         database_url=pg_server.url(db_name),
         redis_url=f"unix://{redis_server.socket_path}?db={redis_db}",
         data_dir=runtime_dir / db_name,
+        # As in production: the application role, under row-level security, which may
+        # not change audit rows.
+        db={"role": APP_ROLE},
     )
 
 

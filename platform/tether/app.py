@@ -30,6 +30,7 @@ from tether.health.deps import provide_health_service
 from tether.privacy.tenant_filters import TenantFilters
 from tether.providers.configured import embedding_provider, rank_weights, warm_up
 from tether.recall.hot import PartitionStore
+from tether.rights.controllers import provide_user_eraser
 from tether.routes import ROUTE_HANDLERS
 from tether.turns.claims import TurnClaims
 
@@ -79,6 +80,7 @@ def create_app(settings: Settings) -> Litestar:
             "db_session": Provide(provide_session),
             "principal": Provide(provide_principal, sync_to_thread=False),
             "card_cache": Provide(provide_card_cache, sync_to_thread=False),
+            "user_eraser": Provide(provide_user_eraser, sync_to_thread=False),
             "relationship_directory": Provide(provide_relationship_directory, sync_to_thread=False),
             "health_service": Provide(provide_health_service, sync_to_thread=False),
         },

@@ -5,6 +5,8 @@ from __future__ import annotations
 from litestar.types import ControllerRouterHandler
 
 from tenancy.access.controllers import ApiKeyController
+from tenancy.access.policy_controllers import PolicyController
+from tenancy.audit.controllers import AuditController
 from tenancy.graph.controllers import CreatorController, PersonaController, UserController
 from tenancy.relationships.controllers import RelationshipController, UserRelationshipController
 from tenancy.resolve.controllers import ResolveController
@@ -13,7 +15,9 @@ from tether.health.controllers import HealthController
 from tether.memories.controllers import MemoryController
 from tether.personas.controllers import PersonaProfileController
 from tether.privacy.controllers import PrivacyPatternController
+from tether.profiles.controllers import GlobalProfileController
 from tether.recall.controllers import SearchController
+from tether.rights.controllers import ForgetController, UserExportController
 from tether.turns.controllers import TurnController
 
 ROUTE_HANDLERS: list[ControllerRouterHandler] = [
@@ -31,4 +35,9 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     SearchController,
     ContextController,
     PrivacyPatternController,
+    PolicyController,
+    AuditController,
+    GlobalProfileController,
+    ForgetController,
+    UserExportController,
 ]

@@ -2,11 +2,21 @@
 ``alembic check`` read it)."""
 
 from tenancy import models as tenancy_models
+from tenancy.audit import models as audit_models
 from tether.core.database import Base
 from tether.memories import models as memory_models
 from tether.personas import models as persona_models
+from tether.profiles import models as profile_models
 from tether.turns import models as turn_models
 
 metadata = Base.metadata
 
-__all__ = ["memory_models", "metadata", "persona_models", "tenancy_models", "turn_models"]
+__all__ = [
+    "audit_models",
+    "memory_models",
+    "metadata",
+    "persona_models",
+    "profile_models",
+    "tenancy_models",
+    "turn_models",
+]

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.principal import Principal
 from tenancy.access.services import ApiKeyService
+from tenancy.audit.log import Actor
 from tether.core.errors import Unauthenticated
 
 
@@ -23,4 +24,4 @@ def provide_principal(request: Request[Any, Any, Any]) -> Principal:
 def provide_api_key_service(
     db_session: NamedDependency[AsyncSession], principal: NamedDependency[Principal]
 ) -> ApiKeyService:
-    return ApiKeyService(db_session, principal.tenant_id)
+    return ApiKeyService(db_session, principal.tenant_id, Actor.of(principal))

@@ -3,15 +3,21 @@ and this guard decides. A route without a declaration is refused (fail closed)."
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
+from sqlalchemy.exc import SQLAlchemyError
 
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.principal import Principal
+from tenancy.audit.log import Actor, AuditLog, rule_text
+from tether.core.database import transaction
 from tether.core.errors import Forbidden, Unauthenticated, WrongRegion
 from tether.core.resources import Resources
+
+log = logging.getLogger(__name__)
 
 POLICY_OPT = "policy"
 PUBLIC_OPT = "exclude_from_auth"
@@ -28,7 +34,9 @@ def _is_framework_route(handler: BaseRouteHandler) -> bool:
     return handler.fn.__module__.startswith("litestar.")
 
 
-def policy_guard(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+async def policy_guard(
+    connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
+) -> None:
     if handler.opt.get(PUBLIC_OPT) or _is_framework_route(handler):
         return
     declared = handler.opt.get(POLICY_OPT)
@@ -39,7 +47,9 @@ def policy_guard(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRo
         raise Unauthenticated()
     enforcer: PolicyEnforcer = connection.app.state.policy
     obj, action = declared
-    if not enforcer.decide(principal.role.value, obj, action).allowed:
+    decision = enforcer.decide(principal.role.value, obj, action)
+    if not decision.allowed:
+        await _audit_denial(connection, principal, obj, action, rule_text(decision.matched_rule))
         raise Forbidden(f"role {principal.role.value!r} may not {action} {obj}")
     if action in WRITE_ACTIONS:
         _require_home_region(connection, principal)
@@ -55,3 +65,31 @@ def _require_home_region(
             f"tenant region {principal.region!r}, this deployment serves "
             f"{resources.settings.region!r}"
         )
+
+
+async def _audit_denial(
+    connection: ASGIConnection[Any, Any, Any, Any],
+    principal: Principal,
+    obj: str,
+    action: str,
+    rule: str | None,
+) -> None:
+    """Every refused request is audited, in its own transaction (there is no action
+    to share one with). A failing audit write is logged; the answer stays 403."""
+    resources: Resources = connection.app.state.resources
+    try:
+        async with transaction(resources.sessions) as session:
+            await AuditLog(session).record(
+                principal.tenant_id,
+                Actor.of(principal),
+                action,
+                obj,
+                allowed=False,
+                matched_rule=rule,
+                detail={
+                    "route": connection.scope.get("path", ""),
+                    "method": connection.scope.get("method", ""),
+                },
+            )
+    except SQLAlchemyError as exc:
+        log.error("a denied request could not be audited: %s", exc)

@@ -42,3 +42,18 @@ class TenantCreated(msgspec.Struct):
     region: str
     admin_key_id: uuid.UUID
     admin_token: str
+
+
+PolicyName = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[a-z_:*]+$")]
+
+
+class PolicyCheck(msgspec.Struct, forbid_unknown_fields=True):
+    role: Role
+    object: PolicyName
+    action: PolicyName
+
+
+class PolicyDecision(msgspec.Struct):
+    allowed: bool
+    matched_rule: list[str] | None
+    explanation: str

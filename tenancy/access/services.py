@@ -7,6 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenancy.access.repositories import ApiKeyRepository, TenantRepository
 from tenancy.access.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead, TenantCreated
 from tenancy.access.tokens import digest, display_prefix, generate_token
+from tenancy.audit.log import SYSTEM, Actor, AuditLog
 from tenancy.enums import Role
 from tenancy.errors import ApiKeyNotFound
 from tenancy.ids import ApiKeyId
@@ -29,9 +30,12 @@ def _read(key: ApiKey) -> ApiKeyRead:
 class ApiKeyService:
     """Issues and revokes a tenant's keys. The secret is returned once, stored hashed."""
 
-    def __init__(self, session: AsyncSession, tenant_id: TenantId) -> None:
+    def __init__(self, session: AsyncSession, tenant_id: TenantId, actor: Actor = SYSTEM) -> None:
         self._keys = ApiKeyRepository(session, tenant_id)
         self._session = session
+        self._tenant_id = tenant_id
+        self._audit = AuditLog(session)
+        self._actor = actor
 
     async def issue(self, data: ApiKeyCreate) -> ApiKeyCreated:
         token = generate_token()
@@ -39,6 +43,10 @@ class ApiKeyService:
             data.role, data.subject, data.name, display_prefix(token), digest(token)
         )
         await self._session.refresh(key)
+        detail = {"key_id": str(key.id), "role": key.role.value, "subject": key.subject}
+        await self._audit.record(
+            self._tenant_id, self._actor, "key.issue", "api_key", detail=detail
+        )
         return ApiKeyCreated(key=_read(key), token=token)
 
     async def list(self) -> list[ApiKeyRead]:
@@ -49,6 +57,10 @@ class ApiKeyService:
         revoked = await self._keys.revoke(key_id)
         if revoked is None:
             raise ApiKeyNotFound(f"no active API key {key_id}")
+        detail = {"key_id": str(key_id)}
+        await self._audit.record(
+            self._tenant_id, self._actor, "key.revoke", "api_key", detail=detail
+        )
         return revoked
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import uuid
 
-from litestar import Controller, get, patch, post
+from litestar import Controller, delete, get, patch, post
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.status_codes import HTTP_200_OK
 
 from tenancy.access.guard import policy
 from tenancy.graph import schemas as s
 from tenancy.graph.deps import provide_graph_service
+from tenancy.graph.erasure import UserEraser
 from tenancy.graph.services import GraphService
 from tether.core.pagination import DEFAULT_LIMIT, Limit
 
@@ -43,6 +45,19 @@ class UserController(Controller):
     async def get_user(self, user_id: FromPath[uuid.UUID], graph_service: Graph) -> s.UserRead:
         """One user."""
         return await graph_service.get_user(user_id)
+
+    @delete(
+        "/{user_id:uuid}",
+        operation_id="EraseUser",
+        status_code=HTTP_200_OK,
+        opt=policy("identity", "delete"),
+    )
+    async def erase(
+        self, user_id: FromPath[uuid.UUID], user_eraser: NamedDependency[UserEraser]
+    ) -> s.ErasureResult:
+        """Erase the user everywhere: identity, relationships, turns, memories, profile,
+        consent, caches and working memory. The audit log keeps that it happened."""
+        return await user_eraser.erase(user_id)
 
     @post("/{user_id:uuid}/facets", operation_id="CreateFacet", opt=WRITE)
     async def create_facet(

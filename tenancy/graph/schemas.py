@@ -85,3 +85,9 @@ class PersonaRead(msgspec.Struct):
 class PersonaPage(msgspec.Struct):
     items: list[PersonaRead]
     next_cursor: str | None
+
+
+class ErasureResult(msgspec.Struct):
+    global_user_id: uuid.UUID
+    relationships: int
+    erased: bool

@@ -80,9 +80,9 @@ class GraphService:
         return _user(user)
 
     async def get_user(self, user_id: uuid.UUID) -> s.UserRead:
-        return _user(await self._require_user(user_id))
+        return _user(await self.require_user(user_id))
 
-    async def _require_user(self, user_id: uuid.UUID) -> GlobalUser:
+    async def require_user(self, user_id: uuid.UUID) -> GlobalUser:
         user = await self._users.get(user_id)
         if user is None:
             raise UserNotFound(f"no user {user_id}")
@@ -93,14 +93,14 @@ class GraphService:
         return s.UserPage([_user(r) for r in rows], next_cursor(rows, limit))
 
     async def create_facet(self, user_id: uuid.UUID, data: s.FacetCreate) -> s.FacetRead:
-        await self._require_user(user_id)
+        await self.require_user(user_id)
         facet = await self._add_unique(
             self._facets, f"facet {data.name!r}", global_user_id=user_id, name=data.name
         )
         return _facet(facet)
 
     async def list_facets(self, user_id: uuid.UUID, cursor: str | None, limit: int) -> s.FacetPage:
-        await self._require_user(user_id)
+        await self.require_user(user_id)
         rows = await self._facets.page(
             decode_cursor(cursor), limit, UserFacet.global_user_id == user_id
         )

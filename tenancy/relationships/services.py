@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.principal import Principal
+from tenancy.audit.log import Actor, AuditLog
 from tenancy.errors import RelationshipNotFound
 from tenancy.models import OwnershipEvent, Relationship
 from tenancy.relationships import schemas as s
@@ -117,6 +118,15 @@ class RelationshipService:
         relationship.ownership_changed_at = datetime.now(UTC)
         await self._session.flush()
         await self._publish(relationship)
+        await AuditLog(self._session).record(
+            relationship.tenant_id,
+            Actor.of(self._principal),
+            "ownership.transfer",
+            "identity",
+            relationship_id=relationship.id,
+            global_user_id=relationship.global_user_id,
+            detail={"from": [event.from_kind, event.from_id], "to": [event.to_kind, event.to_id]},
+        )
         await self._session.refresh(event)
         return _event(event)
 

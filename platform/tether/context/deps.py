@@ -15,6 +15,7 @@ from tether.context.services import ContextService
 from tether.core.resources import Resources
 from tether.personas.cache import ProfileCache
 from tether.personas.services import PersonaProfileReader
+from tether.profiles.services import ConsentedProfile
 from tether.recall.services import Recall
 from tether.turns.working_memory import WorkingMemory
 
@@ -44,4 +45,5 @@ def provide_context_service(
         principal,
         enforcer,
         settings,
+        ConsentedProfile(db_session, principal, enforcer),
     )

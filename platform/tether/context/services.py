@@ -31,6 +31,8 @@ from tether.core.settings import Settings
 from tether.memories.services import may_see_private
 from tether.personas.schemas import PersonaProfileRead
 from tether.personas.services import PersonaProfileReader
+from tether.profiles.models import GlobalProfileField
+from tether.profiles.services import ConsentedProfile
 from tether.recall.services import Recall, Recalled
 from tether.recall.tokens import estimate_tokens, truncate_to_tokens
 from tether.turns.claims import WorkingMemoryEntry
@@ -57,6 +59,16 @@ def _profile_pieces(profile: PersonaProfileRead, cap: int) -> list[Piece]:
             text = truncate_to_tokens(value.strip(), max(cap - 20, 0))
             line = f"- {label}: {text}"
             pieces.append(Piece("profile", kind, line, text, None, "persona profile"))
+    return pieces
+
+
+def _shared_pieces(fields: list[GlobalProfileField]) -> list[Piece]:
+    pieces = []
+    for f in fields:
+        text = f"{f.field}: {f.value}"
+        line = f"- About the user (shared with their consent): {template.quoted(text)}"
+        reason = f"global profile, consent scope {f.scope}"
+        pieces.append(Piece("profile", "user_profile", line, text, None, reason))
     return pieces
 
 
@@ -136,7 +148,9 @@ class ContextService:
         principal: Principal,
         enforcer: PolicyEnforcer,
         settings: Settings,
+        global_profile: ConsentedProfile,
     ) -> None:
+        self._global_profile = global_profile
         self._directory = directory
         self._resolver = resolver
         self._profiles = profiles
@@ -186,6 +200,7 @@ class ContextService:
         degraded: list[str] = ["redis"] if self._directory.redis_degraded else []
         budgets = self._settings.context
         profile = await self._profiles.current(card.creator_persona_id)
+        shared = await self._global_profile.for_context(card.global_user_id, card.id)
         timings["profile"] = _ms(started)
         recall_task = None
         if request.memory_enabled:
@@ -211,7 +226,7 @@ class ContextService:
             "rules": [
                 Piece("rules", "rules", template.RULES, template.RULES, None, "always included")
             ],
-            "profile": _profile_pieces(profile, budgets.profile_tokens),
+            "profile": _profile_pieces(profile, budgets.profile_tokens) + _shared_pieces(shared),
             "memory": _memory_pieces(recalled),
             "recent": _recent_pieces(recent),
             "knowledge": [],

@@ -6,8 +6,9 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import DateTime, ForeignKey, MetaData, func
+from sqlalchemy import DateTime, ForeignKey, MetaData, event, func, text
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -15,7 +16,7 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, SessionTransaction, mapped_column
 
 from tether.core.ids import new_id
 from tether.core.settings import Settings
@@ -55,20 +56,50 @@ def async_url(url: str) -> str:
     raise ValueError(f"not a PostgreSQL URL: {url.split('://', 1)[0]}://…")
 
 
+# The tenant a session works for, in ``session.info``: row-level security on content
+# tables shows only that tenant's rows. "*" (system jobs, the default) sees every tenant;
+# API requests always set their caller's tenant (see tether.core.deps).
+TENANT_INFO = "tether.tenant"
+SYSTEM_TENANT = "*"
+NO_TENANT = "none"
+
+
+class TenantSession(Session):
+    """A session that names its tenant to Postgres at the start of every transaction."""
+
+
+@event.listens_for(TenantSession, "after_begin")
+def _set_tenant(session: Session, _: SessionTransaction, connection: Any) -> None:
+    tenant = str(session.info.get(TENANT_INFO, SYSTEM_TENANT))
+    connection.execute(text("SELECT set_config('tether.tenant_id', :t, true)"), {"t": tenant})
+
+
 def create_engine(settings: Settings) -> AsyncEngine:
     """An engine for this process; one per process (and per event loop)."""
-    return create_async_engine(
+    engine = create_async_engine(
         async_url(settings.require_database_url()),
         pool_size=settings.db.pool_size,
         max_overflow=settings.db.max_overflow,
         pool_pre_ping=True,
         echo=settings.db.echo,
     )
+    role = settings.db.role
+    if role:
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _take_role(dbapi_connection: Any, _: Any) -> None:
+            # On the raw asyncpg connection, outside any transaction (a SET inside one
+            # would be undone by the pool's rollback). The name is a validated identifier.
+            dbapi_connection.run_async(lambda raw: raw.execute(f'SET ROLE "{role}"'))
+
+    return engine
 
 
 def create_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     """Sessions that keep loaded attributes after commit (responses are built after it)."""
-    return async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
+    return async_sessionmaker(
+        engine, expire_on_commit=False, autoflush=False, sync_session_class=TenantSession
+    )
 
 
 @asynccontextmanager

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
+from litestar import Request
 from litestar.datastructures import State
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tether.core.database import NO_TENANT, TENANT_INFO
 from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.core.unit_of_work import discard_after_commit, run_after_commit
@@ -28,11 +31,17 @@ def provide_redis(state: State) -> Redis:
     return resources.redis
 
 
-async def provide_session(state: State) -> AsyncIterator[AsyncSession]:
+async def provide_session(
+    state: State, request: Request[Any, Any, Any]
+) -> AsyncIterator[AsyncSession]:
     """One transaction per request: committed after the handler returns, rolled back
-    if it raises (Litestar throws the handler's exception into this generator)."""
+    if it raises (Litestar throws the handler's exception into this generator). It is
+    bound to the caller's tenant, so row-level security hides every other tenant's
+    content even from a query that forgot its tenant filter."""
     resources: Resources = state.resources
     async with resources.sessions() as session:
+        tenant = getattr(request.scope.get("user"), "tenant_id", None)
+        session.info[TENANT_INFO] = NO_TENANT if tenant is None else str(tenant)
         try:
             async with session.begin():
                 yield session

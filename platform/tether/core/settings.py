@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+APP_ROLE = "tether_app"
 
 
 class ApiSettings(BaseModel):
@@ -27,6 +28,10 @@ class DatabaseSettings(BaseModel):
     pool_size: int = Field(default=10, ge=1)
     max_overflow: int = Field(default=10, ge=0)
     echo: bool = False
+    # The role every connection switches to (SET ROLE): the application role the
+    # migrations create, which may not change audit rows and is subject to row-level
+    # security. Unset: connect as the login user (who then needs the same limits).
+    role: str | None = Field(default=None, pattern=r"^[a-z_][a-z0-9_]{0,62}$")
 
 
 class WorkerSettings(BaseModel):
@@ -115,6 +120,8 @@ class RecallSettings(BaseModel):
 
     fusion: Literal["score", "rrf"] = "score"
     rrf_k: int = Field(default=60, ge=1)
+    # Without a lexical match, a memory needs this raw cosine to be recalled at all.
+    min_similarity: float = Field(default=0.3, ge=-1, le=1)
     bm25_k1: float = Field(default=0.9, gt=0)
     bm25_b: float = Field(default=0.4, ge=0, le=1)
     lexical_weight: float = Field(default=1.0, ge=0)
@@ -198,8 +205,14 @@ class Settings(BaseSettings):
         return self.database_url is None or self.redis_url is None
 
     def with_endpoints(self, database_url: str, redis_url: str) -> Settings:
-        """A copy that points at concrete services (used once the embedded ones run)."""
-        return self.model_copy(update={"database_url": database_url, "redis_url": redis_url})
+        """A copy that points at concrete services (used once the embedded ones run).
+
+        The embedded database is ours, so its connections also take the application
+        role (created by the migrations) unless another one was configured."""
+        db = self.db if self.db.role else self.db.model_copy(update={"role": APP_ROLE})
+        return self.model_copy(
+            update={"database_url": database_url, "redis_url": redis_url, "db": db}
+        )
 
     def require_database_url(self) -> str:
         """The database URL, or a clear error when the embedded runtime was not started."""

@@ -40,9 +40,15 @@ class MemoryRepository(_Scoped):
         return (await self._session.execute(statement)).scalar_one_or_none()
 
     async def by_external_ids(self, external_ids: Sequence[str]) -> dict[str, Memory]:
+        """Including deleted memories: an external id is never reused, so a retried
+        import does not bring back what was deleted."""
         if not external_ids:
             return {}
-        statement = self._select().where(Memory.external_id.in_(external_ids))
+        statement = select(Memory).where(
+            Memory.relationship_id == self._scope.relationship_id,
+            Memory.tenant_id == self._scope.tenant_id,
+            Memory.external_id.in_(external_ids),
+        )
         rows = (await self._session.execute(statement)).scalars()
         return {row.external_id: row for row in rows if row.external_id is not None}
 

@@ -274,7 +274,9 @@ class MemoryService:
         result = await self.create_many(relationship_id, [item])
         scope = await self._scope(relationship_id)
         [outcome] = result.results
-        memory = await self._require(scope, outcome.id)
+        memory = await MemoryRepository(self._session, scope).get(outcome.id)
+        if memory is None:  # its external id belongs to a memory that was deleted
+            raise MemoryNotFound(f"external_id {item.external_id!r} was used by a deleted memory")
         return read(memory), outcome.status == "created"
 
     async def update(

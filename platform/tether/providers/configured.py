@@ -49,6 +49,7 @@ def rank_weights(settings: Settings) -> RankWeights:
     return RankWeights(
         fusion=r.fusion,
         rrf_k=r.rrf_k,
+        min_similarity=r.min_similarity,
         bm25_k1=r.bm25_k1,
         bm25_b=r.bm25_b,
         lexical_weight=r.lexical_weight,

@@ -61,6 +61,7 @@ class Explanation:
 class _Signals:
     lexical: npt.NDArray[np.float32]
     similarity: npt.NDArray[np.float32] | None
+    relevant: npt.NDArray[np.bool_]
     rrf: FloatArray
     fused: FloatArray
     boost: FloatArray
@@ -80,14 +81,15 @@ def rank(
 ) -> list[tuple[int, Explanation]]:
     """The top ``k`` memories of the partition as ``(key, explanation)``, best first.
 
-    Memories with no relevance at all (no lexical match and no vector signal, even from a
-    neighbour) are never returned, so lexical-only recall can return fewer than ``k``.
+    A memory is returned only if it is relevant itself (a lexical match, or a cosine
+    similarity of at least ``weights.min_similarity``) or next to one that is, so an
+    unrelated query returns nothing rather than the least unrelated memories.
     Ties keep partition order, so results are deterministic.
     """
     if index.size == 0 or k <= 0:
         return []
     signals = _signals(query_tokens, query_vector, index, now, weights)
-    rows = _top(signals.final, (signals.fused + signals.boost) > 0.0, k)
+    rows = _top(signals.final, signals.relevant | (signals.boost > 0.0), k)
     return [(int(index.keys[row]), _explain(int(row), signals, index, weights)) for row in rows]
 
 
@@ -101,14 +103,20 @@ def _signals(
     lexical = index.bm25.scores(query_tokens)
     similarity = _similarity(query_vector, index, weights)
     scaled = None if similarity is None else scaled_similarity(similarity, index.has_vector)
+    relevant = lexical > 0.0
+    if similarity is not None:
+        relevant = relevant | (index.has_vector & (similarity >= weights.min_similarity))
     rrf = reciprocal_rank_fusion(lexical, similarity, index.has_vector, weights)
     fused = rrf if weights.fusion == "rrf" else fuse(scaled_lexical(lexical), scaled, weights)
-    boost = neighbour_boost(fused, index.neighbours, weights.neighbour_weight)
+    # Only a memory that is relevant itself lends relevance to its neighbours.
+    boost = neighbour_boost(fused * relevant, index.neighbours, weights.neighbour_weight)
     decay = time_factor(index.reference_time, index.strength, now.timestamp(), weights)
     importance = quality_factor(index.importance, weights.importance_floor)
     confidence = quality_factor(index.confidence, weights.confidence_floor)
     final = (fused + boost) * decay * importance * confidence
-    return _Signals(lexical, similarity, rrf, fused, boost, decay, importance, confidence, final)
+    return _Signals(
+        lexical, similarity, relevant, rrf, fused, boost, decay, importance, confidence, final
+    )
 
 
 def _similarity(

@@ -19,6 +19,8 @@ class RankWeights:
             scores, the default, measured better on LoCoMo) or ``rrf`` (weighted
             Reciprocal Rank Fusion). Both are reported in every explanation.
         rrf_k: the RRF constant: a memory at rank r contributes ``weight / (rrf_k + r)``.
+        min_similarity: the raw cosine a memory without a lexical match needs to count as
+            relevant (USE-multilingual puts unrelated sentences mostly below 0.3).
         bm25_k1: BM25 term-frequency saturation (applied when a partition is indexed).
         bm25_b: BM25 document-length normalisation (applied when a partition is indexed).
         lexical_weight: share of the BM25 score (divided by the partition's best) in the
@@ -43,6 +45,7 @@ class RankWeights:
 
     fusion: Literal["score", "rrf"] = "score"
     rrf_k: int = 60
+    min_similarity: float = 0.3
     bm25_k1: float = 0.9
     bm25_b: float = 0.4
     lexical_weight: float = 1.0

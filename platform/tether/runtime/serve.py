@@ -42,6 +42,8 @@ def worker_env(settings: Settings) -> dict[str, str]:
     env["TETHER_REDIS_URL"] = settings.require_redis_url()
     if settings.broker_url:
         env["TETHER_BROKER_URL"] = settings.broker_url
+    if settings.db.role:
+        env["TETHER_DB__ROLE"] = settings.db.role
     return env
 
 

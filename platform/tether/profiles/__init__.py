@@ -1,0 +1,1 @@
+"""The GlobalUserProfile: the cross-relationship layer, gated by policy AND consent."""

@@ -1,0 +1,81 @@
+"""SQL for global profile fields and consent records, scoped by tenant and user."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tether.core.ids import TenantId, new_id
+from tether.profiles.models import ConsentRecord, GlobalProfileField
+
+
+class ProfileRepository:
+    def __init__(self, session: AsyncSession, tenant_id: TenantId) -> None:
+        self._session = session
+        self._tenant_id = tenant_id
+
+    async def fields(self, user_id: uuid.UUID) -> list[GlobalProfileField]:
+        statement = (
+            select(GlobalProfileField)
+            .where(
+                GlobalProfileField.tenant_id == self._tenant_id,
+                GlobalProfileField.global_user_id == user_id,
+            )
+            .order_by(GlobalProfileField.field)
+        )
+        return list((await self._session.execute(statement)).scalars())
+
+    async def upsert(self, user_id: uuid.UUID, field: str, **values: object) -> GlobalProfileField:
+        base = insert(GlobalProfileField).values(
+            global_user_id=user_id, field=field, tenant_id=self._tenant_id, **values
+        )
+        statement = base.on_conflict_do_update(
+            index_elements=[GlobalProfileField.global_user_id, GlobalProfileField.field],
+            set_={**values, "updated_at": datetime.now(UTC)},
+            where=GlobalProfileField.tenant_id == self._tenant_id,
+        ).returning(GlobalProfileField)
+        row: GlobalProfileField = (await self._session.execute(statement)).scalar_one()
+        return row
+
+    async def consents(self, user_id: uuid.UUID) -> list[ConsentRecord]:
+        """Newest first."""
+        statement = (
+            select(ConsentRecord)
+            .where(
+                ConsentRecord.tenant_id == self._tenant_id, ConsentRecord.global_user_id == user_id
+            )
+            .order_by(ConsentRecord.id.desc())
+        )
+        return list((await self._session.execute(statement)).scalars())
+
+    async def current_consent(self, user_id: uuid.UUID) -> ConsentRecord | None:
+        statement = (
+            select(ConsentRecord)
+            .where(
+                ConsentRecord.tenant_id == self._tenant_id, ConsentRecord.global_user_id == user_id
+            )
+            .order_by(ConsentRecord.id.desc())
+            .limit(1)
+        )
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def add_consent(
+        self, user_id: uuid.UUID, scopes: list[str], source: str, actor_key_id: uuid.UUID | None
+    ) -> ConsentRecord:
+        record = ConsentRecord(
+            id=new_id(),
+            global_user_id=user_id,
+            tenant_id=self._tenant_id,
+            scopes=scopes,
+            source=source,
+            withdrawn=not scopes,
+            actor_key_id=actor_key_id,
+        )
+        self._session.add(record)
+        await self._session.flush()
+        await self._session.refresh(record)
+        return record

@@ -1,0 +1,115 @@
+"""Forget (preview + confirm), export a user, erase a user."""
+
+from __future__ import annotations
+
+import uuid
+
+from litestar import Controller, get, post
+from litestar.datastructures import State
+from litestar.di import NamedDependency, Provide
+from litestar.params import FromPath, JSONBody
+from litestar.response import Stream
+from litestar.status_codes import HTTP_200_OK
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenancy.access.guard import policy
+from tenancy.access.principal import Principal
+from tenancy.audit.log import Actor, AuditLog
+from tenancy.graph.services import GraphService
+from tenancy.relationships.directory import RelationshipDirectory
+from tether.core.resources import Resources
+from tether.rights import schemas as s
+from tether.rights.erasure import ErasureService
+from tether.rights.export import export_user
+from tether.rights.forget import ForgetService
+
+
+def provide_forget_service(
+    state: State,
+    db_session: NamedDependency[AsyncSession],
+    relationship_directory: NamedDependency[RelationshipDirectory],
+    redis: NamedDependency[Redis],
+    principal: NamedDependency[Principal],
+) -> ForgetService:
+    return ForgetService(
+        db_session,
+        relationship_directory,
+        redis,
+        principal,
+        state.policy,
+        state.partitions.invalidate,
+    )
+
+
+class ForgetController(Controller):
+    path = "/v1/relationships/{relationship_id:uuid}/forget"
+    tags = ["rights"]  # noqa: RUF012
+    dependencies = {"forget_service": Provide(provide_forget_service, sync_to_thread=False)}  # noqa: RUF012
+
+    @post(
+        operation_id="PreviewForget",
+        status_code=HTTP_200_OK,
+        opt=policy("relationship_memory", "delete"),
+    )
+    async def preview(
+        self,
+        relationship_id: FromPath[uuid.UUID],
+        data: JSONBody[s.ForgetRequest],
+        forget_service: NamedDependency[ForgetService],
+    ) -> s.ForgetPreview:
+        """The memories that match, and a token (valid 5 minutes) that forgets exactly
+        those. Nothing changes yet."""
+        return await forget_service.preview(relationship_id, data)
+
+    @post(
+        "/confirm",
+        operation_id="ConfirmForget",
+        status_code=HTTP_200_OK,
+        opt=policy("relationship_memory", "delete"),
+    )
+    async def confirm(
+        self,
+        relationship_id: FromPath[uuid.UUID],
+        data: JSONBody[s.ForgetConfirm],
+        forget_service: NamedDependency[ForgetService],
+    ) -> s.ForgetResult:
+        """Forget the previewed memories: gone from recall, context and the hot tier at
+        once; ``hard`` previews also purge their content and history."""
+        return await forget_service.confirm(relationship_id, data.token)
+
+
+def provide_user_eraser(
+    db_session: NamedDependency[AsyncSession],
+    redis: NamedDependency[Redis],
+    principal: NamedDependency[Principal],
+    resources: NamedDependency[Resources],
+) -> ErasureService:
+    broker_url = resources.settings.require_broker_url()
+    return ErasureService(db_session, redis, principal, broker_url)
+
+
+class UserExportController(Controller):
+    path = "/v1/users/{user_id:uuid}/export"
+    tags = ["rights"]  # noqa: RUF012
+
+    @get(operation_id="ExportUser", opt=policy("relationship_memory", "export"))
+    async def export(
+        self,
+        user_id: FromPath[uuid.UUID],
+        principal: NamedDependency[Principal],
+        db_session: NamedDependency[AsyncSession],
+        resources: NamedDependency[Resources],
+    ) -> Stream:
+        """Everything Tether holds about the user across relationships, as JSON lines
+        (``kind`` says what each line is). Audited."""
+        user = await GraphService(db_session, principal).require_user(user_id)
+        await AuditLog(db_session).record(
+            principal.tenant_id,
+            Actor.of(principal),
+            "export",
+            "relationship_memory",
+            global_user_id=user.id,
+        )
+        lines = export_user(resources.sessions, principal.tenant_id, user.id)
+        return Stream(lines, media_type="application/x-ndjson")

@@ -1,0 +1,58 @@
+"""Audit events and the per-tenant head of their hash chain.
+
+Rows are never updated or deleted: a trigger refuses it and the application role is
+granted only INSERT and SELECT (migration 0005). Events carry ids and decisions, never
+content, so erasing a user's data never needs to touch the audit log.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.orm import Mapped, mapped_column
+
+from tether.core.database import Base
+
+
+class AuditEvent(Base):
+    __tablename__ = "audit_events"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "seq"),
+        Index("ix_audit_events_tenant_at", "tenant_id", "at"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="RESTRICT")
+    )
+    seq: Mapped[int] = mapped_column(BigInteger)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    actor_key_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    actor_role: Mapped[str | None] = mapped_column(String(16))
+    actor_subject: Mapped[str | None] = mapped_column(String(128))
+    action: Mapped[str] = mapped_column(String(32))
+    object: Mapped[str] = mapped_column(String(64))
+    decision: Mapped[str] = mapped_column(String(8))
+    matched_rule: Mapped[str | None] = mapped_column(Text)
+    relationship_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    global_user_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    request_id: Mapped[str | None] = mapped_column(String(64))
+    detail: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    prev_hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(64))
+
+
+class AuditChainHead(Base):
+    """The last link of a tenant's chain; locked while an event is appended."""
+
+    __tablename__ = "audit_chain_heads"
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="RESTRICT"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(BigInteger)
+    hash: Mapped[str] = mapped_column(String(64))
