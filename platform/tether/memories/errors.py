@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tether.core.errors import InvalidInput, NotFound
+from tether.core.errors import Conflict, InvalidInput, NotFound
 
 
 class MemoryNotFound(NotFound):
@@ -13,3 +13,8 @@ class MemoryNotFound(NotFound):
 class InvalidMemories(InvalidInput):
     code = "invalid_memories"
     title = "The memories are invalid; nothing was stored"
+
+
+class ExternalIdTaken(Conflict):
+    code = "external_id_taken"
+    title = "That external_id is already used by a memory you cannot read or that was deleted"

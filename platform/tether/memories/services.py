@@ -19,7 +19,7 @@ from tether.core.pagination import decode_cursor, next_cursor
 from tether.core.settings import Settings
 from tether.memories import schemas as s
 from tether.memories.enums import MemoryType
-from tether.memories.errors import InvalidMemories, MemoryNotFound
+from tether.memories.errors import ExternalIdTaken, InvalidMemories, MemoryNotFound
 from tether.memories.models import ConsolidationRecord, Memory, MemoryVersion
 from tether.memories.repositories import (
     ConsolidationLogRepository,
@@ -261,11 +261,19 @@ class MemoryService:
             [n.external_id for n in new if n.id not in inserted and n.external_id]
         )
         results = []
+        see_private = may_see_private(self._enforcer, self._principal)
         for i, n in enumerate(new):
             if n.id in inserted:
                 results.append(s.BatchItemResult(i, "created", n.id))
-            else:
-                results.append(s.BatchItemResult(i, "exists", existing[n.external_id or ""].id))
+                continue
+            found = existing[n.external_id or ""]
+            if found.deleted_at is not None or (found.private_to_creator and not see_private):
+                # Never hand out what this caller may not read, not even its id.
+                raise ExternalIdTaken(
+                    f"memories[{i}].external_id is already used in this relationship",
+                    errors=[{"field": f"memories[{i}].external_id", "message": "already used"}],
+                )
+            results.append(s.BatchItemResult(i, "exists", found.id))
         return s.MemoryBatchResult(results, ["embedding"] if writer.embedding_degraded else [])
 
     async def create(
@@ -274,9 +282,7 @@ class MemoryService:
         result = await self.create_many(relationship_id, [item])
         scope = await self._scope(relationship_id)
         [outcome] = result.results
-        memory = await MemoryRepository(self._session, scope).get(outcome.id)
-        if memory is None:  # its external id belongs to a memory that was deleted
-            raise MemoryNotFound(f"external_id {item.external_id!r} was used by a deleted memory")
+        memory = await self._require(scope, outcome.id)
         return read(memory), outcome.status == "created"
 
     async def update(
