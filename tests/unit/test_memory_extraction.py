@@ -301,3 +301,37 @@ def test_summary_is_bounded_and_keeps_the_important_first():
 def test_summary_in_english_uses_english_separators():
     summary = summarize_session(turns("I love spicy food.", "I live in Denver."))
     assert summary == "The user loves spicy food; The user lives in Denver"
+
+
+def _turn(role: str, text: str) -> TurnText:
+    import uuid
+    from datetime import UTC, datetime
+
+    from tether.memories.extraction import TurnText
+
+    return TurnText(uuid.uuid4(), role, text, datetime(2026, 11, 29, 9, tzinfo=UTC))
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "content"),
+    [
+        ("Do you like coffee?", "Not really", "The user does not like coffee"),
+        ("你喜欢喝咖啡吗？", "不太喜欢", "用户不喜欢咖啡"),
+    ],
+)
+def test_a_no_to_a_question_about_a_liking_is_stored_as_the_negation(
+    question: str, answer: str, content: str
+) -> None:
+    from tether.memories.extraction import extract
+
+    [candidate] = extract([_turn("assistant", question), _turn("user", answer)]).candidates
+    assert candidate.polarity.value == "negated"
+    assert candidate.content == content
+
+
+@pytest.mark.parametrize("text", ["Don't bring up my ex", "Do not mention my ex"])
+def test_do_not_instructions_are_not_mistaken_for_questions(text: str) -> None:
+    from tether.memories.extraction import extract
+
+    [candidate] = extract([_turn("user", text)]).candidates
+    assert candidate.memory_type.value == "instruction"

@@ -30,7 +30,9 @@ _ZH_QUESTION = re.compile(
     r"[?？]$|[吗么呢]$|是不是|有没有|要不要|能不能|会不会|好不好|对不对|什么|啥|怎么|为什么|哪|谁|几点"
 )
 _EN_QUESTION_START = re.compile(
-    r"^(?:do|does|did|are|is|was|were|can|could|would|will|should|have|has|what|what's|whats"
+    # "Do not mention my ex" is an instruction, not a question.
+    r"^(?:(?:do|does|did)(?!\s+not\b)|are|is|was|were|can|could|would|will|should|have|has"
+    r"|what|what's|whats"
     r"|why|how|where|when|who|which|any|anything)\b",
     re.IGNORECASE,
 )

@@ -182,14 +182,30 @@ def _confirmations(turn: TurnText, session: _Session, ctx: Context) -> None:
     if reading is None:
         return
     source = Source((asked.id, turn.id), turn.at, zh, confirmed=True)
-    for candidate in _candidates(reading, source):
-        if affirmed:
-            session.candidates.append(candidate)
-        elif candidate.memory_type is MemoryType.PREFERENCE:
-            flipped = (
-                Polarity.NEGATED if candidate.polarity is Polarity.AFFIRMED else Polarity.AFFIRMED
+    found = _candidates(reading, source)
+    if not affirmed:
+        # A "no" only negates a liking; the sentence is rewritten to say what the user
+        # meant ("The user does not like coffee"), not what the assistant asked.
+        found = [
+            replace(
+                c,
+                polarity=_flip(c.polarity),
+                content=_negated_liking(c.object, zh)
+                if c.polarity is Polarity.AFFIRMED
+                else c.content,
             )
-            session.candidates.append(replace(candidate, polarity=flipped))
+            for c in found
+            if c.memory_type is MemoryType.PREFERENCE
+        ]
+    session.candidates.extend(found)
+
+
+def _negated_liking(thing: str, zh: bool) -> str:
+    return f"用户不喜欢{thing}" if zh else f"The user does not like {thing}"
+
+
+def _flip(polarity: Polarity) -> Polarity:
+    return Polarity.NEGATED if polarity is Polarity.AFFIRMED else Polarity.AFFIRMED
 
 
 def _dedupe(candidates: list[Candidate]) -> list[Candidate]:
