@@ -70,7 +70,7 @@ async def _wait_extracted(
             )
         ).json()["items"]
         if log["items"] or any(
-            m["memory_type"] == "summary" and session_id in str(m) for m in memories
+            m["memory_type"] == "summary" and m["session_id"] == session_id for m in memories
         ):
             return memories
         await asyncio.sleep(0.25)
