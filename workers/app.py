@@ -20,6 +20,7 @@ from redis.exceptions import RedisError
 from tether.core.logging import configure_logging
 from tether.core.redis_client import broker_url
 from tether.core.settings import Settings
+from tether.core.telemetry import setup_telemetry, shutdown_telemetry
 from tether.health.heartbeat import beat
 from workers import runtime
 
@@ -28,6 +29,7 @@ TASK_MODULES = [
     "workers.tasks.turns",
     "workers.tasks.sessions",
     "workers.tasks.memories",
+    "workers.tasks.knowledge",
 ]
 
 SWEEP_TASK = "sessions.sweep"
@@ -108,9 +110,12 @@ def _warm_up(**_: Any) -> None:
     # Each process loads the tokenizer dictionary and its model once, before any task.
     from workers.services import warm_up_process
 
+    # Per process, after the fork: exporters' threads and sockets do not survive one.
+    setup_telemetry("tether-worker", _settings, celery=True)
     warm_up_process(_settings)
 
 
 @worker_process_shutdown.connect
 def _close_runtime(**_: Any) -> None:
     runtime.close()
+    shutdown_telemetry()

@@ -12,6 +12,7 @@ from litestar.di import Provide
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
+from litestar.plugins.opentelemetry import OpenTelemetryPlugin
 from litestar.types import ASGIApp
 
 import tether
@@ -21,11 +22,14 @@ from tenancy.access.guard import policy_guard
 from tenancy.access.middleware import ApiKeyAuthMiddleware
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.relationships.deps import provide_card_cache, provide_relationship_directory
+from tether.api.metrics import http_tracing, route_telemetry
 from tether.api.problems import EXCEPTION_HANDLERS
 from tether.api.request_id import request_id_middleware
 from tether.core.deps import provide_redis, provide_resources, provide_session, provide_settings
+from tether.core.instruments import watch
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
+from tether.core.telemetry import setup_telemetry
 from tether.health.deps import provide_health_service
 from tether.privacy.tenant_filters import TenantFilters
 from tether.providers.configured import embedding_provider, rank_weights, warm_up
@@ -48,10 +52,12 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
         recall.local_partitions,
         app.state.embedder.name,
     )
+    watch(lambda: app.state.partitions.stats.hit_rate, resources.settings.require_broker_url())
 
 
 def create_app(settings: Settings) -> Litestar:
     """A Litestar app bound to ``settings`` (tests build their own)."""
+    setup_telemetry("tether-api", settings, scrape=True)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -84,7 +90,8 @@ def create_app(settings: Settings) -> Litestar:
             "relationship_directory": Provide(provide_relationship_directory, sync_to_thread=False),
             "health_service": Provide(provide_health_service, sync_to_thread=False),
         },
-        middleware=[DefineMiddleware(ApiKeyAuthMiddleware, exclude=["^/schema"])],
+        middleware=[route_telemetry, DefineMiddleware(ApiKeyAuthMiddleware, exclude=["^/schema"])],
+        plugins=[OpenTelemetryPlugin(http_tracing())],
         guards=[policy_guard],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.api.max_body_bytes,

@@ -10,8 +10,10 @@ from tenancy.audit.controllers import AuditController
 from tenancy.graph.controllers import CreatorController, PersonaController, UserController
 from tenancy.relationships.controllers import RelationshipController, UserRelationshipController
 from tenancy.resolve.controllers import ResolveController
+from tether.api.metrics import MetricsController
 from tether.context.controllers import ContextController
 from tether.health.controllers import HealthController
+from tether.knowledge.controllers import KnowledgeBaseController, KnowledgeDocumentController
 from tether.memories.controllers import MemoryController
 from tether.personas.controllers import PersonaProfileController
 from tether.privacy.controllers import PrivacyPatternController
@@ -22,6 +24,7 @@ from tether.turns.controllers import TurnController
 
 ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     HealthController,
+    MetricsController,
     ApiKeyController,
     ResolveController,
     UserController,
@@ -40,4 +43,6 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     GlobalProfileController,
     ForgetController,
     UserExportController,
+    KnowledgeBaseController,
+    KnowledgeDocumentController,
 ]

@@ -4,6 +4,7 @@
 from tenancy import models as tenancy_models
 from tenancy.audit import models as audit_models
 from tether.core.database import Base
+from tether.knowledge import models as knowledge_models
 from tether.memories import models as memory_models
 from tether.personas import models as persona_models
 from tether.profiles import models as profile_models
@@ -13,6 +14,7 @@ metadata = Base.metadata
 
 __all__ = [
     "audit_models",
+    "knowledge_models",
     "memory_models",
     "metadata",
     "persona_models",

@@ -18,6 +18,7 @@ from tenancy.access.principal import Principal
 from tenancy.audit.chain import GENESIS, event_hash
 from tenancy.audit.models import AuditChainHead, AuditEvent
 from tether.core.ids import new_id
+from tether.core.instruments import AUDIT_WRITES
 from tether.core.logging import request_id_var
 
 
@@ -98,4 +99,5 @@ class AuditLog:
             .values(seq=fields["seq"], hash=digest)
         )
         await self._session.flush()
+        AUDIT_WRITES.add(1, {"decision": fields["decision"], "object": obj})
         return event

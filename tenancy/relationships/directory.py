@@ -24,6 +24,7 @@ from tenancy.errors import RelationshipNotFound
 from tenancy.ids import RelationshipId, RelationshipScope
 from tenancy.models import Creator, Relationship
 from tether.core.ids import TenantId
+from tether.core.telemetry import annotate, traced
 from tether.core.unit_of_work import on_commit
 
 log = logging.getLogger(__name__)
@@ -137,8 +138,10 @@ class RelationshipDirectory:
         self._principal = principal
         self.redis_degraded = False
 
+    @traced("relationship.open")
     async def open(self, relationship_id: uuid.UUID) -> RelationshipCard:
         tenant_id = self._principal.tenant_id
+        annotate(tenant_id=tenant_id, relationship_id=relationship_id)
         try:
             card: RelationshipCard | None = await self._cache.get(tenant_id, relationship_id)
         except KeyError:

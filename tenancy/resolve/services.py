@@ -8,6 +8,7 @@ from tenancy.resolve.cache import ResolveCache, resolve_key
 from tenancy.resolve.repositories import ResolveRepository
 from tenancy.resolve.schemas import ResolvedIds, ResolveRequest
 from tether.core.ids import TenantId
+from tether.core.telemetry import annotate, traced
 from tether.core.unit_of_work import on_commit
 
 
@@ -24,7 +25,9 @@ class ResolveService:
         self._cache = cache
         self._tenant_id = tenant_id
 
+    @traced("relationship.resolve")
     async def resolve(self, request: ResolveRequest) -> tuple[ResolvedIds, bool]:
+        annotate(tenant_id=self._tenant_id)
         key = resolve_key(self._tenant_id, request)
         cached = await self._cache.get(key)
         if cached is not None:

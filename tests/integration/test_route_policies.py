@@ -8,7 +8,7 @@ from tether.app import create_app
 
 pytestmark = pytest.mark.integration
 
-PUBLIC = {"/health", "/ready"}
+PUBLIC = {"/health", "/ready", "/metrics"}
 
 
 def test_every_route_declares_a_policy_the_model_knows(settings) -> None:

@@ -11,7 +11,9 @@ from tenancy.ids import RelationshipId, RelationshipScope
 from tenancy.models import Relationship
 from tether.core.database import transaction
 from tether.core.ids import TenantId
+from tether.core.instruments import record_persist_lag
 from tether.core.resources import Resources
+from tether.core.telemetry import annotate
 from tether.turns.pending import PendingTurn
 from tether.turns.services import PERSIST_TASK, store_turns
 from workers.app import app, settings_of
@@ -47,5 +49,8 @@ def persist(tenant_id: str, relationship_id: str, wire: list[list[Any]]) -> int:
     """Insert the turns that are not stored yet. Redelivery (late acks) and the API's
     synchronous fallback may both write a turn: the turn id makes that a no-op."""
     scope = scope_of(tenant_id, relationship_id)
+    annotate(tenant_id=tenant_id, relationship_id=relationship_id)
     turns = [PendingTurn.from_wire(item) for item in wire]
-    return run(settings_of(app), lambda resources: _persist(resources, scope, turns))
+    stored = run(settings_of(app), lambda resources: _persist(resources, scope, turns))
+    record_persist_lag([t.id for t in turns])
+    return stored

@@ -8,11 +8,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.principal import Principal
-from tenancy.relationships.directory import RelationshipDirectory
+from tenancy.relationships.directory import RelationshipCard, RelationshipDirectory
 from tenancy.resolve.cache import ResolveCache
 from tenancy.resolve.services import ResolveService
+from tether.context.schemas import ContextRequest
 from tether.context.services import ContextService
 from tether.core.resources import Resources
+from tether.knowledge.deps import knowledge_engine
+from tether.knowledge.engine import KnowledgeResult
+from tether.knowledge.retrieval import knowledge_for_context
 from tether.personas.cache import ProfileCache
 from tether.personas.services import PersonaProfileReader
 from tether.profiles.services import ConsentedProfile
@@ -30,6 +34,20 @@ def provide_context_service(
 ) -> ContextService:
     enforcer: PolicyEnforcer = state.policy
     settings = resources.settings
+    engine = knowledge_engine(state)
+
+    async def knowledge(card: RelationshipCard, request: ContextRequest) -> KnowledgeResult:
+        return await knowledge_for_context(
+            db_session,
+            principal.tenant_id,
+            card.creator_persona_id,
+            request.knowledge_base_id,
+            request.query,
+            settings.knowledge.top_k,
+            settings.knowledge.query_timeout_ms,
+            engine,
+        )
+
     resolver = ResolveService(
         db_session,
         ResolveCache(resources.redis, settings.identity.cache_ttl_seconds),
@@ -46,4 +64,5 @@ def provide_context_service(
         enforcer,
         settings,
         ConsentedProfile(db_session, principal, enforcer),
+        knowledge,
     )

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 
 from redis.exceptions import RedisError
 
@@ -28,6 +29,8 @@ from tether.context.schemas import (
 )
 from tether.core.errors import Forbidden
 from tether.core.settings import Settings
+from tether.core.telemetry import traced
+from tether.knowledge.engine import KnowledgeResult
 from tether.memories.services import may_see_private
 from tether.personas.schemas import PersonaProfileRead
 from tether.personas.services import PersonaProfileReader
@@ -70,6 +73,24 @@ def _shared_pieces(fields: list[GlobalProfileField]) -> list[Piece]:
         reason = f"global profile, consent scope {f.scope}"
         pieces.append(Piece("profile", "user_profile", line, text, None, reason))
     return pieces
+
+
+KnowledgeLookup = Callable[[RelationshipCard, ContextRequest], Awaitable[KnowledgeResult]]
+
+
+def _knowledge_pieces(found: KnowledgeResult) -> list[Piece]:
+    return [
+        Piece(
+            "knowledge",
+            "chunk",
+            template.knowledge_line(f"KB-{n}", hit.source, hit.text),
+            hit.text,
+            hit.score,
+            f"knowledge base passage ({hit.source})",
+            hit.id,
+        )
+        for n, hit in enumerate(found.hits, start=1)
+    ]
 
 
 def _memory_pieces(recalled: Recalled) -> list[Piece]:
@@ -149,7 +170,9 @@ class ContextService:
         enforcer: PolicyEnforcer,
         settings: Settings,
         global_profile: ConsentedProfile,
+        knowledge: KnowledgeLookup,
     ) -> None:
+        self._knowledge = knowledge
         self._global_profile = global_profile
         self._directory = directory
         self._resolver = resolver
@@ -192,6 +215,7 @@ class ContextService:
                 degraded.append("redis")
             return []
 
+    @traced("context.build")
     async def build(self, request: ContextRequest) -> ContextResponse:
         started = time.perf_counter()
         timings: dict[str, float] = {}
@@ -220,8 +244,12 @@ class ContextService:
         else:
             recalled, recent = Recalled([]), await recent_task
         timings["gather"] = _ms(started)
+        knowledge: list[Piece] = []
         if request.knowledge_enabled:
-            degraded.append("knowledge_unavailable")  # knowledge bases plug in here
+            found = await self._knowledge(card, request)
+            knowledge = _knowledge_pieces(found)
+            degraded.extend(d for d in found.degraded if d not in degraded)
+            timings["knowledge"] = _ms(started)
         pieces = {
             "rules": [
                 Piece("rules", "rules", template.RULES, template.RULES, None, "always included")
@@ -229,7 +257,7 @@ class ContextService:
             "profile": _profile_pieces(profile, budgets.profile_tokens) + _shared_pieces(shared),
             "memory": _memory_pieces(recalled),
             "recent": _recent_pieces(recent),
-            "knowledge": [],
+            "knowledge": knowledge,
         }
         caps = {
             "rules": budgets.rules_tokens,

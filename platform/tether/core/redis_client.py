@@ -6,6 +6,7 @@ from __future__ import annotations
 from redis.asyncio import Redis
 
 from tether.core.settings import Settings
+from tether.core.telemetry import instrument_redis
 
 
 def broker_url(redis_url: str) -> str:
@@ -20,10 +21,12 @@ def broker_url(redis_url: str) -> str:
 
 def create_redis(settings: Settings) -> Redis:
     """A pooled client for this process (one per event loop)."""
-    return Redis.from_url(
+    client = Redis.from_url(
         settings.require_redis_url(),
         socket_connect_timeout=0.5,
         socket_timeout=0.5,
         health_check_interval=30,
         decode_responses=False,
     )
+    instrument_redis(client)
+    return client

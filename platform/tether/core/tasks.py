@@ -18,6 +18,7 @@ from celery import Celery
 
 from tether.core.redis_client import broker_url
 from tether.core.settings import Settings
+from tether.core.telemetry import publishing
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,10 @@ class TaskQueue:
         if time.monotonic() < self._down_until:
             raise QueueUnavailable("the broker failed moments ago; not retrying yet")
         try:
-            self._app.send_task(name, args=list(args), retry=False)
+            # The headers carry this trace to the worker (it runs in a thread: anyio
+            # copies the caller's context into it, so the request span is the parent).
+            with publishing(name) as headers:
+                self._app.send_task(name, args=list(args), retry=False, headers=headers)
         except Exception as exc:  # kombu raises many types; all mean "not queued"
             self._down_until = time.monotonic() + BROKER_BACKOFF_SECONDS
             raise QueueUnavailable(f"{type(exc).__name__}: {exc}") from exc

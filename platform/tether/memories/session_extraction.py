@@ -17,6 +17,7 @@ from tenancy.enums import PrivacyMode
 from tenancy.ids import RelationshipScope
 from tenancy.models import Relationship
 from tether.core.ids import new_id
+from tether.core.instruments import CONSOLIDATIONS
 from tether.core.settings import Settings
 from tether.memories.consolidation import ExistingMemory, consolidate, matches_forget
 from tether.memories.enums import MemoryLayer, MemoryType, Outcome, Polarity
@@ -122,6 +123,7 @@ class SessionExtraction:
         for candidate in extraction.candidates:
             outcome = await self._consolidate(candidate, active, session_id)
             report.outcomes[outcome.value] = report.outcomes.get(outcome.value, 0) + 1
+            CONSOLIDATIONS.add(1, {"outcome": outcome.value})
         summary = summarize_session(turns, self._settings.memory.summary_max_chars)
         if summary:
             at = max(t.at for t in turns)

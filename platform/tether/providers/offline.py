@@ -17,6 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
+from tether.core.instruments import provider_call
 from tether.providers.base import Vectors
 
 MODEL_NAME = "use-multilingual-v3"
@@ -93,6 +94,7 @@ class OfflineEmbeddingProvider:
         """Load the model now (call before serving, or before forking workers)."""
         load_model()
 
+    @provider_call("embedding", "offline")
     async def embed(self, texts: Sequence[str]) -> Vectors:
         """A (len(texts), 512) float32 array of unit rows, in input order."""
         if not texts:

@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from tether.core.instruments import provider_call
 from tether.providers import json_schema
 from tether.providers.base import ProviderError
 from tether.providers.openai_embeddings import OpenAICompatibleEndpoint
@@ -52,6 +53,7 @@ class OpenAIChatProvider:
         self._endpoint = endpoint
         self._model = model
 
+    @provider_call("llm", "openai")
     async def complete_json(self, system: str, user: str, schema: dict[str, Any]) -> Any:
         """The parsed answer, valid against ``schema``; ProviderError on anything else.
 

@@ -18,6 +18,7 @@ import httpx
 import msgspec
 import numpy as np
 
+from tether.core.instruments import provider_call
 from tether.providers.base import ProviderError, Vectors
 
 log = logging.getLogger(__name__)
@@ -182,6 +183,7 @@ class OpenAIEmbeddingProvider:
         ]
         return np.concatenate(batches) if len(batches) > 1 else batches[0]
 
+    @provider_call("embedding", "openai")
     async def _embed_batch(self, texts: list[str]) -> Vectors:
         raw = await self._endpoint.post("embeddings", {"model": self._model, "input": texts})
         try:

@@ -27,6 +27,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.ids import RelationshipScope
+from tether.core.telemetry import traced
 from tether.memories.models import Memory
 from tether.memories.repositories import active_now
 from tether.recall.partition import PartitionIndex, RankDoc
@@ -159,6 +160,7 @@ class PartitionStore:
         self._local: OrderedDict[tuple[uuid.UUID, uuid.UUID], _Local] = OrderedDict()
         self.stats = TierStats()
 
+    @traced("recall.load")
     async def load(
         self, session: AsyncSession, scope: RelationshipScope
     ) -> tuple[LoadedPartition, bool]:

@@ -17,8 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.ids import RelationshipScope
 from tether.core.background import spawn
+from tether.core.instruments import record_recall
 from tether.core.settings import Settings
 from tether.core.tasks import QueueUnavailable, TaskQueue
+from tether.core.telemetry import annotate, traced
 from tether.providers.base import EmbeddingProvider, ProviderError
 from tether.recall.hot import LoadedPartition, PartitionRecord, PartitionStore
 from tether.recall.ranker import Explanation, rank
@@ -97,6 +99,7 @@ class Recall:
         self._weights = weights
         self._settings = settings
 
+    @traced("recall.embed")
     async def _embed(self, query: str) -> npt.NDArray[np.float32] | None:
         timeout = self._settings.embedding.query_timeout_ms / 1000
         try:
@@ -109,6 +112,7 @@ class Recall:
         row: npt.NDArray[np.float32] = vectors[0]
         return row
 
+    @traced("recall")
     async def recall(
         self,
         scope: RelationshipScope,
@@ -150,10 +154,17 @@ class Recall:
             "rank": _ms(ranking_started),
             "recall": _ms(started),
         }
+        record_recall(result.tier, result.timings_ms)
+        annotate(
+            tenant_id=scope.tenant_id,
+            relationship_id=scope.relationship_id,
+            attributes={"tether.recall.tier": result.tier, "tether.recall.hits": len(result.hits)},
+        )
         if result.hits:
             spawn(self._reinforce(scope, [r.id for r, _ in result.hits]), "reinforcement")
         return result
 
+    @traced("recall.rank")
     def _rank(
         self,
         partition: LoadedPartition,

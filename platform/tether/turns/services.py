@@ -16,9 +16,11 @@ from tenancy.enums import PrivacyMode
 from tenancy.ids import RelationshipScope
 from tenancy.relationships.directory import RelationshipCard, RelationshipDirectory
 from tether.core.ids import new_id
+from tether.core.instruments import count_ingest
 from tether.core.pagination import decode_cursor, next_cursor
 from tether.core.settings import Settings
 from tether.core.tasks import QueueUnavailable, TaskQueue
+from tether.core.telemetry import traced
 from tether.privacy.filter import PrivacyFilter
 from tether.privacy.tenant_filters import TenantFilters
 from tether.turns.claims import TurnClaims
@@ -70,6 +72,7 @@ class IngestService:
         self._filters = filters
         self._settings = settings
 
+    @traced("ingest")
     async def ingest(self, relationship_id: uuid.UUID, batch: TurnBatch) -> TurnBatchResult:
         now = datetime.now(UTC)
         validate_batch(batch, self._settings.ingest, now)
@@ -77,6 +80,7 @@ class IngestService:
         degraded = ["redis"] if self._directory.redis_degraded else []
         if card.privacy_mode == PrivacyMode.OFF:
             dropped = [TurnResult(i, "dropped", None, []) for i in range(len(batch.turns))]
+            count_ingest((r.status for r in dropped), degraded)
             return TurnBatchResult(dropped, stored=False, degraded=degraded)
         privacy = await self._filters.for_tenant(self._session, card.tenant_id)
         pending = self._prepare(batch, privacy, now)
@@ -93,6 +97,7 @@ class IngestService:
             )
             for i, (turn, original) in enumerate(zip(pending, originals, strict=True))
         ]
+        count_ingest((r.status for r in results), degraded)
         return TurnBatchResult(results, stored=True, degraded=degraded)
 
     def _prepare(
@@ -114,6 +119,7 @@ class IngestService:
             )
         return pending
 
+    @traced("ingest.claim")
     async def _claim(
         self, card: RelationshipCard, pending: list[PendingTurn], degraded: list[str]
     ) -> list[uuid.UUID | None]:
@@ -125,6 +131,7 @@ class IngestService:
                 degraded.append("redis")
         return [None] * len(pending)  # no dedup window without Redis; idempotency keys hold
 
+    @traced("ingest.queue")
     async def _make_durable(
         self,
         card: RelationshipCard,

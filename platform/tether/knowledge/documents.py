@@ -1,0 +1,237 @@
+"""Documents of a knowledge base: upload (checked and stored, indexed by a worker), list,
+read, delete (its chunks go at once) and reindex."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import anyio.to_thread
+from litestar.datastructures import UploadFile
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenancy.access.principal import Principal
+from tether.core.ids import new_id
+from tether.core.pagination import decode_cursor, next_cursor
+from tether.core.settings import KnowledgeSettings
+from tether.core.tasks import QueueUnavailable, TaskQueue
+from tether.core.unit_of_work import on_commit
+from tether.knowledge import schemas as s
+from tether.knowledge.errors import (
+    DocumentNotFound,
+    DocumentTooLarge,
+    EmptyDocument,
+    TooManyPages,
+)
+from tether.knowledge.models import KnowledgeDocument
+from tether.knowledge.parsing import MEDIA_TYPES, Kind, count_pdf_pages, decode_text, detect
+from tether.knowledge.repositories import (
+    ChunkRepository,
+    DocumentRepository,
+    KnowledgeBaseRepository,
+)
+from tether.knowledge.schemas import DocumentStatus
+from tether.knowledge.services import KnowledgeBaseService
+from tether.knowledge.storage import DocumentStore, remove_quietly, storage_key
+
+log = logging.getLogger(__name__)
+
+INDEX_TASK = "knowledge.index_document"
+_UNSAFE_NAME = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def read_document(d: KnowledgeDocument) -> s.DocumentRead:
+    return s.DocumentRead(
+        id=d.id,
+        knowledge_base_id=d.knowledge_base_id,
+        filename=d.filename,
+        kind=d.kind,
+        media_type=d.media_type,
+        size_bytes=d.size_bytes,
+        sha256=d.sha256,
+        page_count=d.page_count,
+        status=DocumentStatus(d.status),
+        error=d.error,
+        progress=d.progress,
+        chunk_count=d.chunk_count,
+        embedded_chunks=d.embedded_chunks,
+        created_at=d.created_at,
+        updated_at=d.updated_at,
+        indexed_at=d.indexed_at,
+    )
+
+
+def clean_filename(raw: str | None) -> str:
+    """The last path segment, without control characters, at most 255 characters."""
+    name = _UNSAFE_NAME.sub("", (raw or "").replace("\\", "/").rsplit("/", 1)[-1]).strip()
+    return name[-255:] or "document"
+
+
+@dataclass(frozen=True, slots=True)
+class Inspected:
+    kind: Kind
+    page_count: int | None
+    sha256: str
+
+
+def inspect(filename: str, data: bytes, limits: KnowledgeSettings) -> Inspected:
+    """What the upload is, checked against the limits before anything is stored
+    (blocking: run it in a thread)."""
+    if len(data) > limits.max_upload_bytes:
+        raise DocumentTooLarge(
+            f"the file has {len(data)} bytes; at most {limits.max_upload_bytes} are accepted"
+        )
+    kind = detect(filename, data)
+    page_count = None
+    if kind is Kind.PDF:
+        page_count = count_pdf_pages(data)
+        if page_count is not None and page_count > limits.max_pdf_pages:
+            raise TooManyPages(
+                f"the PDF has {page_count} pages; at most {limits.max_pdf_pages} are accepted",
+                errors=[{"field": "file", "message": f"more than {limits.max_pdf_pages} pages"}],
+            )
+    elif not (decode_text(data) or "").strip():
+        raise EmptyDocument(
+            "the file holds no text", errors=[{"field": "file", "message": "empty"}]
+        )
+    return Inspected(kind, page_count, hashlib.sha256(data).hexdigest())
+
+
+class DocumentService:
+    def __init__(
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        bases: KnowledgeBaseService,
+        store: DocumentStore,
+        tasks: TaskQueue,
+        limits: KnowledgeSettings,
+    ) -> None:
+        tenant = principal.tenant_id
+        self._session = session
+        self._principal = principal
+        self._bases = bases
+        self._store = store
+        self._tasks = tasks
+        self._limits = limits
+        self._documents = DocumentRepository(session, tenant)
+        self._chunks = ChunkRepository(session, tenant)
+        self._base_rows = KnowledgeBaseRepository(session, tenant)
+
+    async def upload(self, base_id: uuid.UUID, upload: UploadFile) -> tuple[s.DocumentRead, bool]:
+        """Store the file and queue its indexing; the same bytes uploaded again answer
+        with the existing document (``False``: nothing new was created)."""
+        base = await self._bases.require(base_id, write=True)
+        filename = clean_filename(upload.filename)
+        data = await upload.read()
+        found = await anyio.to_thread.run_sync(inspect, filename, data, self._limits)
+        existing = await self._documents.by_sha256(base.id, found.sha256)
+        if existing is not None:
+            return read_document(existing), False
+        document_id = new_id()
+        key = storage_key(self._principal.tenant_id, base.id, document_id)
+        try:
+            async with self._session.begin_nested():
+                document = await self._documents.add(
+                    id=document_id,
+                    knowledge_base_id=base.id,
+                    filename=filename,
+                    kind=found.kind.value,
+                    media_type=MEDIA_TYPES[found.kind],
+                    size_bytes=len(data),
+                    sha256=found.sha256,
+                    page_count=found.page_count,
+                    storage_key=key,
+                    status=DocumentStatus.UPLOADED.value,
+                    uploaded_by_key_id=self._principal.key_id,
+                )
+        except IntegrityError:  # the same file, uploaded concurrently
+            raced = await self._documents.by_sha256(base.id, found.sha256)
+            if raced is None:
+                raise
+            return read_document(raced), False
+        # Stored before commit so the worker always finds it; a rolled-back request
+        # leaves an orphan file behind, never a document without its file.
+        await anyio.to_thread.run_sync(self._store.put, key, data)
+        await self._session.refresh(document)
+        self._index_after_commit(document.id)
+        return read_document(document), True
+
+    def _index_after_commit(self, document_id: uuid.UUID) -> None:
+        args = [str(self._principal.tenant_id), str(document_id)]
+
+        async def send() -> None:
+            try:
+                await self._tasks.send(INDEX_TASK, args)
+            except QueueUnavailable as exc:
+                # The document stays "uploaded"; POST .../reindex queues it again.
+                log.warning("indexing of document %s not queued: %s", document_id, exc)
+
+        on_commit(self._session, send)
+
+    async def _require(
+        self, base_id: uuid.UUID, document_id: uuid.UUID, *, write: bool = False
+    ) -> KnowledgeDocument:
+        await self._bases.require(base_id, write=write)
+        document = await self._documents.in_base(base_id, document_id, for_update=write)
+        if document is None:
+            raise DocumentNotFound(f"no document {document_id} in knowledge base {base_id}")
+        return document
+
+    async def list(
+        self,
+        base_id: uuid.UUID,
+        status: DocumentStatus | None,
+        cursor: str | None,
+        limit: int,
+    ) -> s.DocumentPage:
+        await self._bases.require(base_id)
+        criteria = [KnowledgeDocument.knowledge_base_id == base_id]
+        if status is None:
+            criteria.append(KnowledgeDocument.deleted_at.is_(None))
+        else:
+            criteria.append(KnowledgeDocument.status == status.value)
+        rows = await self._documents.page(decode_cursor(cursor), limit, *criteria)
+        return s.DocumentPage([read_document(r) for r in rows], next_cursor(rows, limit))
+
+    async def get(self, base_id: uuid.UUID, document_id: uuid.UUID) -> s.DocumentRead:
+        return read_document(await self._require(base_id, document_id))
+
+    async def delete(self, base_id: uuid.UUID, document_id: uuid.UUID) -> None:
+        """Chunks and vectors go in this transaction; queries stop returning the
+        document as soon as it commits. Deleting twice is not an error."""
+        document = await self._require(base_id, document_id, write=True)
+        if document.deleted_at is not None:
+            return
+        now = datetime.now(UTC)
+        was_searchable = document.indexed_at is not None
+        document.status = DocumentStatus.DELETED.value
+        document.deleted_at = now
+        document.updated_at = now
+        document.generation += 1  # an indexing run in flight must not commit
+        document.chunk_count = document.embedded_chunks = 0
+        await self._chunks.remove(document.id)
+        if was_searchable:
+            await self._base_rows.bump(base_id)
+        key = document.storage_key
+        on_commit(self._session, lambda: remove_quietly(self._store, [key]))
+
+    async def reindex(self, base_id: uuid.UUID, document_id: uuid.UUID) -> s.DocumentRead:
+        """Index again (after a failure, a lost queue message or a new embedding model).
+        The current chunks keep answering queries until the new ones replace them."""
+        document = await self._require(base_id, document_id, write=True)
+        if document.deleted_at is not None:
+            raise DocumentNotFound(f"document {document_id} was deleted")
+        document.status = DocumentStatus.UPLOADED.value
+        document.generation += 1
+        document.error = None
+        document.progress = 0.0
+        document.updated_at = datetime.now(UTC)
+        await self._session.flush()
+        self._index_after_commit(document.id)
+        return read_document(document)

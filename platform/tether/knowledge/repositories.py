@@ -1,0 +1,211 @@
+"""Every SQL statement of knowledge bases, each repository scoped to one tenant."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from sqlalchemy import ColumnElement, delete, func, insert, select, update
+
+from tenancy.models import Creator, CreatorPersona
+from tenancy.scoped import TenantScopedRepository
+from tether.knowledge.models import KnowledgeBase, KnowledgeChunk, KnowledgeDocument
+from tether.knowledge.schemas import DocumentStatus
+
+
+class SearchableDocument(NamedTuple):
+    id: uuid.UUID
+    indexed_at: datetime
+    filename: str
+
+
+class ChunkRow(NamedTuple):
+    """A chunk as the index cache reads it: ``tokens`` joined by spaces (4x faster to
+    read than the array), ``vector`` in pgvector's binary form."""
+
+    document_id: uuid.UUID
+    id: uuid.UUID
+    page: int | None
+    section: str | None
+    text: str
+    tokens: str
+    embedding_model: str | None
+    vector: bytes | None
+
+
+class KnowledgeBaseRepository(TenantScopedRepository[KnowledgeBase]):
+    model = KnowledgeBase
+
+    async def lock(self, base_id: uuid.UUID) -> KnowledgeBase | None:
+        statement = self._select().where(KnowledgeBase.id == base_id).with_for_update()
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def default(self) -> KnowledgeBase | None:
+        statement = self._select().where(KnowledgeBase.is_default.is_(True))
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def clear_default(self) -> None:
+        statement = (
+            update(KnowledgeBase)
+            .where(KnowledgeBase.tenant_id == self._tenant_id, KnowledgeBase.is_default.is_(True))
+            .values(is_default=False, updated_at=func.now())
+        )
+        await self._session.execute(statement)
+
+    async def serving(self, persona_id: uuid.UUID) -> uuid.UUID | None:
+        """The base a persona's relationships use: its own, else the tenant default."""
+        bound = KnowledgeBase.creator_persona_id == persona_id
+        statement = (
+            select(KnowledgeBase.id)
+            .where(KnowledgeBase.tenant_id == self._tenant_id, bound | KnowledgeBase.is_default)
+            # A bound base is never the default: false sorts first, so its own wins.
+            .order_by(KnowledgeBase.is_default)
+            .limit(1)
+        )
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def exists(self, base_id: uuid.UUID) -> bool:
+        statement = select(KnowledgeBase.id).where(
+            KnowledgeBase.tenant_id == self._tenant_id, KnowledgeBase.id == base_id
+        )
+        return (await self._session.execute(statement)).scalar_one_or_none() is not None
+
+    async def bump(self, base_id: uuid.UUID) -> None:
+        """What retrieval sees changed: in-process indexes of the base are stale now."""
+        statement = (
+            update(KnowledgeBase)
+            .where(KnowledgeBase.tenant_id == self._tenant_id, KnowledgeBase.id == base_id)
+            .values(content_version=KnowledgeBase.content_version + 1)
+        )
+        await self._session.execute(statement)
+
+    async def touch(self, base_id: uuid.UUID) -> None:
+        statement = (
+            update(KnowledgeBase)
+            .where(KnowledgeBase.tenant_id == self._tenant_id, KnowledgeBase.id == base_id)
+            .values(updated_at=func.now())
+        )
+        await self._session.execute(statement)
+
+    async def version(self, base_id: uuid.UUID) -> int | None:
+        statement = select(KnowledgeBase.content_version).where(
+            KnowledgeBase.tenant_id == self._tenant_id, KnowledgeBase.id == base_id
+        )
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    def visible_to_creator(self, subject: str | None) -> ColumnElement[bool]:
+        """Unbound bases and the bases of the personas of the creator named ``subject``."""
+        own = (
+            select(CreatorPersona.id)
+            .join(Creator, Creator.id == CreatorPersona.creator_id)
+            .where(Creator.tenant_id == self._tenant_id, Creator.external_id == subject)
+        )
+        return KnowledgeBase.creator_persona_id.is_(None) | KnowledgeBase.creator_persona_id.in_(
+            own
+        )
+
+    async def remove(self, base: KnowledgeBase) -> None:
+        await self._session.delete(base)
+
+
+class DocumentRepository(TenantScopedRepository[KnowledgeDocument]):
+    model = KnowledgeDocument
+
+    async def in_base(
+        self, base_id: uuid.UUID, document_id: uuid.UUID, *, for_update: bool = False
+    ) -> KnowledgeDocument | None:
+        statement = self._select().where(
+            KnowledgeDocument.knowledge_base_id == base_id, KnowledgeDocument.id == document_id
+        )
+        if for_update:
+            statement = statement.with_for_update()
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def lock(self, document_id: uuid.UUID) -> KnowledgeDocument | None:
+        statement = self._select().where(KnowledgeDocument.id == document_id).with_for_update()
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def by_sha256(self, base_id: uuid.UUID, sha256: str) -> KnowledgeDocument | None:
+        statement = self._select().where(
+            KnowledgeDocument.knowledge_base_id == base_id,
+            KnowledgeDocument.sha256 == sha256,
+            KnowledgeDocument.deleted_at.is_(None),
+        )
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def storage_keys(self, base_id: uuid.UUID) -> list[str]:
+        statement = select(KnowledgeDocument.storage_key).where(
+            KnowledgeDocument.tenant_id == self._tenant_id,
+            KnowledgeDocument.knowledge_base_id == base_id,
+            KnowledgeDocument.deleted_at.is_(None),
+        )
+        return list((await self._session.execute(statement)).scalars())
+
+    async def searchable(self, base_id: uuid.UUID) -> list[SearchableDocument]:
+        """The base's documents whose chunks answer queries: indexed at least once and
+        not deleted (a document being re-indexed keeps answering with its old chunks)."""
+        statement = (
+            select(KnowledgeDocument.id, KnowledgeDocument.indexed_at, KnowledgeDocument.filename)
+            .where(
+                KnowledgeDocument.tenant_id == self._tenant_id,
+                KnowledgeDocument.knowledge_base_id == base_id,
+                KnowledgeDocument.indexed_at.is_not(None),
+                KnowledgeDocument.deleted_at.is_(None),
+            )
+            .order_by(KnowledgeDocument.id)
+        )
+        rows = await self._session.execute(statement)
+        return [SearchableDocument(r[0], r[1], r[2]) for r in rows]
+
+    async def set_progress(self, document_id: uuid.UUID, generation: int, progress: float) -> None:
+        statement = (
+            update(KnowledgeDocument)
+            .where(
+                KnowledgeDocument.tenant_id == self._tenant_id,
+                KnowledgeDocument.id == document_id,
+                KnowledgeDocument.generation == generation,
+                KnowledgeDocument.status == DocumentStatus.INDEXING.value,
+            )
+            .values(progress=progress, updated_at=func.now())
+        )
+        await self._session.execute(statement)
+
+
+class ChunkRepository(TenantScopedRepository[KnowledgeChunk]):
+    model = KnowledgeChunk
+
+    async def replace(self, document_id: uuid.UUID, rows: Sequence[dict[str, Any]]) -> None:
+        """The document's chunks become ``rows`` (in this transaction)."""
+        await self.remove(document_id)
+        if rows:
+            values = [{**row, "tenant_id": self._tenant_id} for row in rows]
+            await self._session.execute(insert(KnowledgeChunk), values)
+
+    async def remove(self, document_id: uuid.UUID) -> None:
+        statement = delete(KnowledgeChunk).where(
+            KnowledgeChunk.tenant_id == self._tenant_id, KnowledgeChunk.document_id == document_id
+        )
+        await self._session.execute(statement)
+
+    async def of_documents(self, document_ids: Sequence[uuid.UUID]) -> list[ChunkRow]:
+        """The chunks of these documents, each document's in order."""
+        statement = (
+            select(
+                KnowledgeChunk.document_id,
+                KnowledgeChunk.id,
+                KnowledgeChunk.page,
+                KnowledgeChunk.section,
+                KnowledgeChunk.text,
+                func.array_to_string(KnowledgeChunk.tokens, " "),
+                KnowledgeChunk.embedding_model,
+                func.vector_send(KnowledgeChunk.embedding),
+            )
+            .where(
+                KnowledgeChunk.tenant_id == self._tenant_id,
+                KnowledgeChunk.document_id.in_(document_ids),
+            )
+            .order_by(KnowledgeChunk.document_id, KnowledgeChunk.ordinal)
+        )
+        return [ChunkRow(*row) for row in await self._session.execute(statement)]

@@ -1,0 +1,174 @@
+"""Knowledge bases: create, list, read, rename, make default, bind to a persona, delete.
+
+Admins manage every base of their tenant. A creator key manages only the bases bound to
+its own personas, and reads those plus the tenant's unbound bases (which its personas
+fall back to); gateways read. The policy guard has already checked the role.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenancy.access.principal import Principal
+from tenancy.enums import Role
+from tenancy.graph.services import GraphService
+from tether.core.errors import Forbidden
+from tether.core.pagination import decode_cursor, next_cursor
+from tether.core.unit_of_work import on_commit
+from tether.knowledge import schemas as s
+from tether.knowledge.errors import (
+    InvalidKnowledgeBase,
+    KnowledgeBaseConflict,
+    KnowledgeBaseNotFound,
+)
+from tether.knowledge.models import KnowledgeBase
+from tether.knowledge.repositories import DocumentRepository, KnowledgeBaseRepository
+from tether.knowledge.storage import DocumentStore, remove_quietly
+
+
+def read_base(base: KnowledgeBase) -> s.KnowledgeBaseRead:
+    return s.KnowledgeBaseRead(
+        id=base.id,
+        name=base.name,
+        description=base.description,
+        creator_persona_id=base.creator_persona_id,
+        is_default=base.is_default,
+        created_at=base.created_at,
+        updated_at=base.updated_at,
+    )
+
+
+class KnowledgeBaseService:
+    def __init__(self, session: AsyncSession, principal: Principal, store: DocumentStore) -> None:
+        self._session = session
+        self._principal = principal
+        self._store = store
+        self._bases = KnowledgeBaseRepository(session, principal.tenant_id)
+        self._graph = GraphService(session, principal)
+
+    @property
+    def _is_creator(self) -> bool:
+        return self._principal.role == Role.CREATOR
+
+    async def require(self, base_id: uuid.UUID, *, write: bool = False) -> KnowledgeBase:
+        """The base, if this key may read it (or manage it, with ``write``)."""
+        base = await self._bases.get(base_id)
+        if base is None:
+            raise KnowledgeBaseNotFound(f"no knowledge base {base_id}")
+        if self._is_creator:
+            if base.creator_persona_id is not None:
+                await self._graph.require_own_persona(base.creator_persona_id)
+            elif write:
+                raise Forbidden("a creator key may manage only bases bound to its own personas")
+        return base
+
+    async def _require_persona(self, persona_id: uuid.UUID) -> None:
+        if self._is_creator:
+            await self._graph.require_own_persona(persona_id)
+        else:
+            await self._graph.require_persona(persona_id)
+
+    async def create(self, data: s.KnowledgeBaseCreate) -> s.KnowledgeBaseRead:
+        if data.creator_persona_id is not None:
+            await self._require_persona(data.creator_persona_id)
+            if data.is_default:
+                raise InvalidKnowledgeBase(
+                    "a base bound to a persona cannot be the tenant default",
+                    errors=[{"field": "is_default", "message": "must be false for a bound base"}],
+                )
+        elif self._is_creator:
+            raise Forbidden("a creator key may create only bases bound to its own personas")
+        is_default = data.is_default
+        if is_default is None:
+            is_default = data.creator_persona_id is None and await self._bases.default() is None
+        elif is_default:
+            await self._bases.clear_default()
+        base = await self._add(
+            name=data.name,
+            description=data.description,
+            creator_persona_id=data.creator_persona_id,
+            is_default=is_default,
+        )
+        return read_base(base)
+
+    async def _add(self, **values: object) -> KnowledgeBase:
+        try:
+            async with self._session.begin_nested():
+                base = await self._bases.add(**values)
+        except IntegrityError as exc:
+            raise KnowledgeBaseConflict(
+                "the persona already has a knowledge base, or the default changed meanwhile"
+            ) from exc
+        await self._session.refresh(base)
+        return base
+
+    async def list(
+        self, creator_persona_id: uuid.UUID | None, cursor: str | None, limit: int
+    ) -> s.KnowledgeBasePage:
+        criteria = []
+        if creator_persona_id is not None:
+            criteria.append(KnowledgeBase.creator_persona_id == creator_persona_id)
+        if self._is_creator:
+            criteria.append(self._bases.visible_to_creator(self._principal.subject))
+        rows = await self._bases.page(decode_cursor(cursor), limit, *criteria)
+        return s.KnowledgeBasePage([read_base(r) for r in rows], next_cursor(rows, limit))
+
+    async def get(self, base_id: uuid.UUID) -> s.KnowledgeBaseRead:
+        return read_base(await self.require(base_id))
+
+    async def update(self, base_id: uuid.UUID, data: s.KnowledgeBaseUpdate) -> s.KnowledgeBaseRead:
+        base = await self.require(base_id, write=True)
+        if data.name is not None:
+            base.name = data.name
+        if data.description is not None:
+            base.description = data.description
+        if data.is_default is not None and data.is_default != base.is_default:
+            if data.is_default and base.creator_persona_id is not None:
+                raise InvalidKnowledgeBase(
+                    "a base bound to a persona cannot be the tenant default",
+                    errors=[{"field": "is_default", "message": "unbind the base first"}],
+                )
+            if data.is_default:
+                await self._bases.clear_default()
+            base.is_default = data.is_default
+        return await self._save(base)
+
+    async def bind(self, base_id: uuid.UUID, persona_id: uuid.UUID) -> s.KnowledgeBaseRead:
+        base = await self.require(base_id, write=True)
+        await self._require_persona(persona_id)
+        if base.is_default:
+            raise KnowledgeBaseConflict("the tenant default base cannot be bound to a persona")
+        base.creator_persona_id = persona_id
+        return await self._save(base)
+
+    async def unbind(self, base_id: uuid.UUID) -> s.KnowledgeBaseRead:
+        base = await self.require(base_id, write=True)
+        if self._is_creator:
+            # Unbound, the base would leave the creator's hands: only admins do that.
+            raise Forbidden("a creator key may not unbind a base; delete it instead")
+        base.creator_persona_id = None
+        return await self._save(base)
+
+    async def _save(self, base: KnowledgeBase) -> s.KnowledgeBaseRead:
+        try:
+            async with self._session.begin_nested():
+                await self._session.flush()
+        except IntegrityError as exc:
+            raise KnowledgeBaseConflict(
+                "the persona already has a knowledge base, or the default changed meanwhile"
+            ) from exc
+        await self._bases.touch(base.id)
+        await self._session.refresh(base)
+        return read_base(base)
+
+    async def delete(self, base_id: uuid.UUID) -> None:
+        """The base, its documents, chunks and stored files."""
+        base = await self.require(base_id, write=True)
+        keys = await DocumentRepository(self._session, self._principal.tenant_id).storage_keys(
+            base.id
+        )
+        await self._bases.remove(base)
+        on_commit(self._session, lambda: remove_quietly(self._store, keys))

@@ -1,0 +1,35 @@
+"""Sessions of knowledge work outside a request (index loads, indexing runs), bound to
+one tenant so row-level security holds them to it like a request."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from tether.core.database import TENANT_INFO
+from tether.core.ids import TenantId
+from tether.core.unit_of_work import run_after_commit
+
+
+@asynccontextmanager
+async def tenant_session(
+    factory: async_sessionmaker[AsyncSession], tenant_id: TenantId
+) -> AsyncIterator[AsyncSession]:
+    """A session for ``tenant_id`` whose first statement begins its transaction (so the
+    caller may choose an isolation level); closed without committing."""
+    async with factory() as session:
+        session.info[TENANT_INFO] = str(tenant_id)
+        yield session
+
+
+@asynccontextmanager
+async def tenant_transaction(
+    factory: async_sessionmaker[AsyncSession], tenant_id: TenantId
+) -> AsyncIterator[AsyncSession]:
+    """One transaction for ``tenant_id``: committed on success, rolled back on error."""
+    async with tenant_session(factory, tenant_id) as session:
+        async with session.begin():
+            yield session
+        await run_after_commit(session)

@@ -1,0 +1,65 @@
+"""Indexing knowledge-base documents."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from tether.core.ids import TenantId
+from tether.core.resources import Resources
+from tether.knowledge.builtin import BuiltinRagEngine
+from tether.knowledge.documents import INDEX_TASK
+from tether.knowledge.indexing import DocumentIndexer
+from tether.knowledge.storage import document_store
+from tether.providers.configured import rank_weights
+from workers.app import app, settings_of
+from workers.runtime import run
+from workers.services import services_for
+
+log = logging.getLogger(__name__)
+
+UNEXPECTED = "indexing stopped on an unexpected error; reindex the document to retry"
+# A 100-page PDF takes seconds and a 20 MB text file a few minutes: past this, a run is
+# stuck; the soft limit raises inside it (prefork pools) and the document is failed.
+SOFT_LIMIT_SECONDS = 900
+
+
+def _engine(resources: Resources) -> BuiltinRagEngine:
+    settings = resources.settings
+    return BuiltinRagEngine(
+        resources.sessions,
+        services_for(resources).embedder,
+        document_store(settings.data_dir),
+        rank_weights(settings),
+        settings,
+    )
+
+
+async def _index(resources: Resources, tenant_id: TenantId, document_id: uuid.UUID) -> str:
+    report = await _engine(resources).ingest(tenant_id, document_id)
+    return report.status
+
+
+async def _give_up(resources: Resources, tenant_id: TenantId, document_id: uuid.UUID) -> str:
+    services = services_for(resources)
+    settings = resources.settings
+    indexer = DocumentIndexer(
+        resources.sessions,
+        tenant_id,
+        services.embedder,
+        document_store(settings.data_dir),
+        settings.knowledge,
+    )
+    return (await indexer.fail(document_id, UNEXPECTED)).status
+
+
+@app.task(name=INDEX_TASK, soft_time_limit=SOFT_LIMIT_SECONDS, time_limit=SOFT_LIMIT_SECONDS + 60)
+def index_document(tenant_id: str, document_id: str) -> str:
+    """Parse, chunk, tokenize and embed one uploaded document (idempotent)."""
+    tenant, document = TenantId(uuid.UUID(tenant_id)), uuid.UUID(document_id)
+    settings = settings_of(app)
+    try:
+        return run(settings, lambda r: _index(r, tenant, document))
+    except Exception:  # process edge: a document must not stay "indexing" forever
+        log.exception("indexing document %s failed", document_id)
+        return run(settings, lambda r: _give_up(r, tenant, document))
