@@ -99,6 +99,7 @@ Job's inline env (the hook runs before the ConfigMap exists).
   "TETHER_HOST" "0.0.0.0"
   "TETHER_PORT" (.Values.config.port | toString)
   "TETHER_DATA_DIR" (.Values.config.dataDir | toString)
+  "TETHER_DB__ROLE" (.Values.config.dbRole | toString)
   "OTEL_SDK_DISABLED" (ternary "false" "true" .Values.otel.enabled)
   "OTEL_EXPORTER_OTLP_PROTOCOL" (.Values.otel.protocol | toString)
   "OTEL_TRACES_SAMPLER" (.Values.otel.tracesSampler | toString)
