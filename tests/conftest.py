@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import anyio.to_thread
 import httpx
 import pytest
 from redis import Redis as SyncRedis
@@ -22,6 +23,7 @@ from tether.app import bind_resources, create_app
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import APP_ROLE, Settings
 from tether.health.heartbeat import HEARTBEAT_KEY
+from tether.providers.configured import warm_up
 from tether.runtime import migrate
 from tether.runtime.embedded_postgres import EmbeddedPostgres
 from tether.runtime.embedded_redis import EmbeddedRedis
@@ -96,6 +98,9 @@ async def client(settings: Settings, resources: Resources) -> AsyncIterator[http
     # Resources are bound by hand: Litestar's lifespan uses an anyio task group, which
     # cannot span a module fixture's setup and teardown tasks.
     bind_resources(app, resources)
+    # What the lifespan would do: load jieba and the embedding model before the first
+    # request, so no test's first query embedding misses its deadline.
+    await anyio.to_thread.run_sync(warm_up, settings, app.state.embedder)
     transport = httpx.ASGITransport(app=request_id_middleware(app))
     async with httpx.AsyncClient(transport=transport, base_url="http://tether") as http:
         yield http

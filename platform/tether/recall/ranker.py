@@ -62,7 +62,6 @@ class _Signals:
     lexical: npt.NDArray[np.float32]
     similarity: npt.NDArray[np.float32] | None
     relevant: npt.NDArray[np.bool_]
-    rrf: FloatArray
     fused: FloatArray
     boost: FloatArray
     decay: FloatArray
@@ -106,8 +105,10 @@ def _signals(
     relevant = lexical > 0.0
     if similarity is not None:
         relevant = relevant | (index.has_vector & (similarity >= weights.min_similarity))
-    rrf = reciprocal_rank_fusion(lexical, similarity, index.has_vector, weights)
-    fused = rrf if weights.fusion == "rrf" else fuse(scaled_lexical(lexical), scaled, weights)
+    if weights.fusion == "rrf":
+        fused = reciprocal_rank_fusion(lexical, similarity, index.has_vector, weights)
+    else:  # the explanation derives each hit's RRF score from its two ranks
+        fused = fuse(scaled_lexical(lexical), scaled, weights)
     # Only a memory that is relevant itself lends relevance to its neighbours.
     boost = neighbour_boost(fused * relevant, index.neighbours, weights.neighbour_weight)
     decay = time_factor(index.reference_time, index.strength, now.timestamp(), weights)
@@ -115,7 +116,7 @@ def _signals(
     confidence = quality_factor(index.confidence, weights.confidence_floor)
     final = (fused + boost) * decay * importance * confidence
     return _Signals(
-        lexical, similarity, relevant, rrf, fused, boost, decay, importance, confidence, final
+        lexical, similarity, relevant, fused, boost, decay, importance, confidence, final
     )
 
 
@@ -145,6 +146,21 @@ def _top(final: FloatArray, eligible: npt.NDArray[np.bool_], k: int) -> npt.NDAr
     return ordered
 
 
+def rrf_of(
+    lexical_rank: int | None, vector_rank: int | None, with_vectors: bool, weights: RankWeights
+) -> float:
+    """One memory's weighted RRF score from its two ranks, scaled like
+    ``reciprocal_rank_fusion`` (a rank of None contributes nothing)."""
+    k = float(weights.rrf_k)
+    total = weights.lexical_weight / (k + 1)
+    score = 0.0 if lexical_rank is None else weights.lexical_weight / (k + lexical_rank)
+    if with_vectors and weights.vector_weight > 0:
+        total += weights.vector_weight / (k + 1)
+        if vector_rank is not None:
+            score += weights.vector_weight / (k + vector_rank)
+    return score / total
+
+
 def _explain(
     row: int, signals: _Signals, index: PartitionIndex, weights: RankWeights
 ) -> Explanation:
@@ -164,7 +180,7 @@ def _explain(
         lexical_score=lexical if lexical > 0 else None,
         vector_rank=vector_rank,
         vector_similarity=similarity,
-        rrf_score=float(signals.rrf[row]),
+        rrf_score=rrf_of(lexical_rank, vector_rank, signals.similarity is not None, weights),
         fused_score=float(signals.fused[row]),
         neighbour_boost=float(signals.boost[row]),
         neighbour_key=neighbour,

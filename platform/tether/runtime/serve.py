@@ -44,6 +44,8 @@ def worker_env(settings: Settings) -> dict[str, str]:
         env["TETHER_BROKER_URL"] = settings.broker_url
     if settings.db.role:
         env["TETHER_DB__ROLE"] = settings.db.role
+    # Knowledge-base uploads are written by the API and read by the worker.
+    env["TETHER_DATA_DIR"] = str(settings.data_dir)
     return env
 
 
