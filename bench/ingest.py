@@ -197,8 +197,8 @@ def main() -> None:
         worker = start_worker(database_url, redis_url, args.worker_concurrency)
         try:
             with api_server(database_url, redis_url, args.workers) as port:
-                load(port, [batch(r, token, 20) for r in rids[:200]], 8)  # warm caches
                 base = asyncio.run(durable_count(settings))
+                load(port, [batch(r, token, 20) for r in rids[:200]], 8)  # warm caches
                 requests = [
                     batch(r, token, 20) for r in itertools.islice(itertools.cycle(rids), 40_000)
                 ]

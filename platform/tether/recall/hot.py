@@ -11,6 +11,7 @@ dropped (their freshness can no longer be checked).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
@@ -22,8 +23,10 @@ from datetime import UTC, datetime
 import msgspec
 import numpy as np
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
-from sqlalchemy import select
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.ids import RelationshipScope
@@ -37,7 +40,7 @@ log = logging.getLogger(__name__)
 
 # A local copy is re-checked against Redis on every use, and dropped after this long
 # regardless (bounds staleness if an invalidation was lost during a Redis outage).
-LOCAL_MAX_AGE_SECONDS = 60.0
+LOCAL_MAX_AGE_SECONDS = 600.0
 # Refresh the Redis TTL at most this often per partition per process.
 TOUCH_EVERY_SECONDS = 60.0
 VERSION_TTL_SECONDS = 30 * 24 * 3600
@@ -135,10 +138,9 @@ def _build(
     return LoadedPartition(records, PartitionIndex.build(docs, weights), version, source)
 
 
-def _group(memory: Memory) -> str | None:
-    # Memories of one conversation session (extracted from it, or imported with its
-    # session id) are neighbours in the order they happened; others stand alone.
-    return memory.source_session_id
+def _vector(raw: bytes) -> np.ndarray:
+    """pgvector's binary form: dimension (int16), unused (int16), big-endian float32s."""
+    return np.frombuffer(raw, dtype=">f4", offset=4).astype(np.float32)
 
 
 class PartitionStore:
@@ -158,13 +160,36 @@ class PartitionStore:
         self._ttl = ttl_seconds
         self._capacity = local_capacity
         self._local: OrderedDict[tuple[uuid.UUID, uuid.UUID], _Local] = OrderedDict()
+        self._loading: dict[
+            tuple[uuid.UUID, uuid.UUID], asyncio.Future[tuple[LoadedPartition, bool]]
+        ] = {}
         self.stats = TierStats()
 
     @traced("recall.load")
     async def load(
         self, session: AsyncSession, scope: RelationshipScope
     ) -> tuple[LoadedPartition, bool]:
-        """The partition and whether Redis was unavailable (the read went to Postgres)."""
+        """The partition and whether Redis was unavailable (the read went to Postgres).
+
+        Concurrent loads of one partition that miss this process's copy share one read
+        (a large partition is megabytes; reading it once per request would snowball)."""
+        key = (scope.tenant_id, scope.relationship_id)
+        pending = self._loading.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        task = asyncio.ensure_future(self._load(session, scope))
+        self._loading[key] = task
+        try:
+            return await asyncio.shield(task)
+        finally:
+            if task.done():
+                self._loading.pop(key, None)
+            else:
+                task.add_done_callback(lambda _: self._loading.pop(key, None))
+
+    async def _load(
+        self, session: AsyncSession, scope: RelationshipScope
+    ) -> tuple[LoadedPartition, bool]:
         version_key, blob_key = _keys(scope)
         try:
             version = _text(await self._redis.get(version_key))
@@ -183,7 +208,10 @@ class PartitionStore:
                 return hot, False
         except RedisError as exc:
             log.warning("hot tier unavailable, reading the partition from Postgres: %s", exc)
-            self._local.clear()
+            if isinstance(exc, RedisConnectionError) and not isinstance(exc, RedisTimeoutError):
+                # Redis is away: invalidations may be lost meanwhile, so no local copy
+                # can be trusted any more. A slow read alone says nothing about them.
+                self._local.clear()
             self.stats.cold += 1
             return await self._from_postgres(session, scope, "unverified"), True
         cold = await self._from_postgres(session, scope, version)
@@ -254,8 +282,27 @@ class PartitionStore:
         self, session: AsyncSession, scope: RelationshipScope, version: str
     ) -> LoadedPartition:
         now = datetime.now(UTC)
+        # Plain columns, and vectors in pgvector's binary form: parsing 5,000 vectors
+        # from their text form through the ORM took over a second.
         statement = (
-            select(Memory)
+            select(
+                Memory.id,
+                Memory.external_id,
+                Memory.content,
+                Memory.memory_type,
+                Memory.layer,
+                Memory.occurred_at,
+                Memory.expires_at,
+                Memory.importance,
+                Memory.confidence,
+                Memory.strength,
+                Memory.last_recalled_at,
+                Memory.private_to_creator,
+                Memory.source_session_id,
+                Memory.tokens,
+                Memory.embedding_model,
+                func.vector_send(Memory.embedding).label("vector"),
+            )
             .where(
                 Memory.relationship_id == scope.relationship_id,
                 Memory.tenant_id == scope.tenant_id,
@@ -264,31 +311,33 @@ class PartitionStore:
             )
             .order_by(Memory.occurred_at, Memory.id)
         )
-        rows = list((await session.execute(statement)).scalars())
+        rows = (await session.execute(statement)).all()
         records = [
             PartitionRecord(
-                id=m.id,
-                external_id=m.external_id,
-                content=m.content,
-                memory_type=m.memory_type,
-                layer=m.layer,
-                occurred_at=m.occurred_at,
-                expires_at=m.expires_at,
-                importance=m.importance,
-                confidence=m.confidence,
-                strength=m.strength,
-                last_recalled_at=m.last_recalled_at,
-                private_to_creator=m.private_to_creator,
-                group=_group(m),
-                tokens=list(m.tokens),
+                id=r.id,
+                external_id=r.external_id,
+                content=r.content,
+                memory_type=r.memory_type,
+                layer=r.layer,
+                occurred_at=r.occurred_at,
+                expires_at=r.expires_at,
+                importance=r.importance,
+                confidence=r.confidence,
+                strength=r.strength,
+                last_recalled_at=r.last_recalled_at,
+                private_to_creator=r.private_to_creator,
+                # One session's memories (extracted from it, or imported with its id)
+                # are neighbours in the order they happened; others stand alone.
+                group=r.source_session_id,
+                tokens=list(r.tokens),
             )
-            for m in rows
+            for r in rows
         ]
         vectors = [
             None
-            if m.embedding is None or (self._model is not None and m.embedding_model != self._model)
-            else np.asarray(m.embedding, dtype=np.float32)
-            for m in rows
+            if r.vector is None or (self._model is not None and r.embedding_model != self._model)
+            else _vector(r.vector)
+            for r in rows
         ]
         return _build(records, vectors, self._weights, version, "cold")
 
