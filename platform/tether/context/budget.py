@@ -32,6 +32,7 @@ class Piece:
 @dataclass(frozen=True, slots=True)
 class Fitted:
     chosen: dict[str, list[Piece]]
+    costs: dict[int, int]  # id(piece) → its estimated tokens (each piece is counted once)
     used: dict[str, int]
     dropped: dict[str, int]
     limits: dict[str, int]
@@ -39,6 +40,7 @@ class Fitted:
 
 def fit(pieces: dict[str, list[Piece]], caps: dict[str, int], max_tokens: int) -> Fitted:
     remaining = max_tokens
+    costs: dict[int, int] = {}
     chosen: dict[str, list[Piece]] = {}
     used: dict[str, int] = {}
     dropped: dict[str, int] = {}
@@ -51,6 +53,7 @@ def fit(pieces: dict[str, list[Piece]], caps: dict[str, int], max_tokens: int) -
         spent = SECTION_OVERHEAD if candidates else 0
         for index, piece in enumerate(candidates):
             cost = estimate_tokens(piece.line) + 1
+            costs[id(piece)] = cost - 1
             if spent + cost > limit:
                 dropped[section] = len(candidates) - index
                 break
@@ -62,4 +65,4 @@ def fit(pieces: dict[str, list[Piece]], caps: dict[str, int], max_tokens: int) -
         used[section] = spent
         dropped.setdefault(section, 0)
         remaining -= spent
-    return Fitted(chosen, used, dropped, limits)
+    return Fitted(chosen, costs, used, dropped, limits)

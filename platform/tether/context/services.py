@@ -37,7 +37,7 @@ from tether.personas.services import PersonaProfileReader
 from tether.profiles.models import GlobalProfileField
 from tether.profiles.services import ConsentedProfile
 from tether.recall.services import Recall, Recalled
-from tether.recall.tokens import estimate_tokens, truncate_to_tokens
+from tether.recall.tokens import truncate_to_tokens
 from tether.turns.claims import WorkingMemoryEntry
 from tether.turns.working_memory import WorkingMemory
 
@@ -271,7 +271,7 @@ class ContextService:
         chosen["recent"] = sorted(chosen["recent"], key=lambda p: p.id or uuid.UUID(int=0))
         context = template.render({name: [p.line for p in items] for name, items in chosen.items()})
         items = [
-            ContextItem(p.section, p.kind, p.id, p.text, estimate_tokens(p.line), p.score, p.reason)
+            ContextItem(p.section, p.kind, p.id, p.text, fitted.costs[id(p)], p.score, p.reason)
             for name in ("rules", "profile", "memory", "recent", "knowledge")
             for p in chosen[name]
         ]
@@ -285,7 +285,8 @@ class ContextService:
             context=context,
             messages=with_context(request.messages, context, request.query),
             items=items,
-            token_estimate=estimate_tokens(context),
+            # The sections' own estimates (headings included): no third pass over the text.
+            token_estimate=sum(fitted.used.values()),
             budget=budget,
             degraded=degraded,
             timings_ms=timings,
