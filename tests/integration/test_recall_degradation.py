@@ -4,6 +4,7 @@ tier refilled when it returns)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import httpx
@@ -154,4 +155,8 @@ async def test_redis_down_reads_partitions_from_postgres_and_refills_after(
         await resources.redis.delete(key)
     refilled = (await client.post(search, json={"query": "sister Lyon"}, headers=headers)).json()
     assert refilled["tier"] == "cold"
+    for _ in range(40):  # the rebuilt partition is written back in the background
+        if await resources.redis.keys(f"tether:hot:{tenant.id}:{rid}"):
+            break
+        await asyncio.sleep(0.05)
     assert await resources.redis.keys(f"tether:hot:{tenant.id}:{rid}")

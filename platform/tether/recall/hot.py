@@ -30,6 +30,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.ids import RelationshipScope
+from tether.core.background import spawn
 from tether.core.telemetry import traced
 from tether.memories.models import Memory
 from tether.memories.repositories import active_now
@@ -217,7 +218,8 @@ class PartitionStore:
         cold = await self._from_postgres(session, scope, version)
         self.stats.cold += 1
         self._remember(scope, cold)
-        await self._store(blob_key, cold)
+        # Writing a large blob (megabytes) to Redis is not the caller's wait.
+        spawn(self._store(blob_key, cold), "hot partition store")
         return cold, False
 
     async def invalidate(self, scope: RelationshipScope) -> None:
