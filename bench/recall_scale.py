@@ -1,0 +1,547 @@
+"""Recall at scale: POST /v1/context and /search over HTTP on loopback with N memories.
+
+    cd bench && ../.venv/bin/python recall_scale.py --memories 10000,100000
+    cd bench && ../.venv/bin/python recall_scale.py --memories 10000,100000,1000000
+
+For each N (a fresh embedded Postgres + Redis each time, the production ASGI app under
+uvicorn), memories are bulk-imported with COPY straight into the partitioned ``memories``
+table, spread over relationships with a skew: a few relationships hold ``--large-size``
+memories (``--large-share`` of N), the rest get lognormal sizes (median 15, most 5-50).
+Contents are synthetic English and Chinese sentences from templates over a shared
+vocabulary (people, places, foods, hobbies, dates); each relationship mostly speaks one
+language, and queries come from the same vocabulary. Tokens are computed with the real
+tokenizer. Vectors: ``--vectors template`` (default) embeds a pool of sentences per
+template with the real offline model and gives each memory a vector from its template's
+pool (not of its own text); ``random`` gives unit random vectors. Latency does not depend
+on what the vectors mean (ranking is an exact scan over the partition's matrix), so
+neither choice flatters the numbers; recall quality is not measured here.
+
+Measured per N (end to end from one client process, and the server's own time from
+Server-Timing): p50/p95/p99 of /search and /v1/context for
+- hot: the partition was loaded by earlier requests (in-process copy, or Redis);
+- cold: the first request after the relationship's ``tether:pv`` version token and
+  ``tether:hot`` blob were deleted, so it is rebuilt from Postgres (Postgres's own
+  buffers stay warm: this is the partition store's cold path, not a cold disk);
+for small (5-50 memories) and large relationships; then /v1/context throughput at
+``--concurrency`` on hot partitions. Every answer is read: ``tier`` (in /search answers)
+verifies the classification and ``degraded`` reasons are counted; the median
+``timings_ms`` of 8 more requests show where the time goes. No Celery worker runs:
+recalls queue their reinforcement tasks, which nothing executes.
+Finally p95(N) / p95(smallest N) for every class (the cost should follow the partition,
+not the total).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import random
+import re
+import statistics
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import numpy as np
+import numpy.typing as npt
+import redis
+from _harness import Run, api_server, load, post, seed, services
+from pgvector.asyncpg import register_vector
+from sqlalchemy import text
+
+from tether.core.database import create_engine
+from tether.core.settings import Settings
+from tether.providers.offline import MODEL_DIMENSION, MODEL_NAME, OfflineEmbeddingProvider
+from tether.recall.text import tokenize, warm_up
+
+Vector = npt.NDArray[np.float32]
+Pools = dict[tuple[str, int], Vector]
+
+EN = {
+    "p": "Alice Ben Chloe Daniel Emma Felix Grace Henry Isla Jack Kate Leo Mia Noah Olivia "
+    "Paul Quinn Ruby Sam Tara Victor Wendy Xavier Yara Zoe Aaron Bella Carlos Diana Ethan",
+    "place": "Paris,Tokyo,Berlin,Lisbon,Chengdu,Shanghai,Kyoto,Oslo,Toronto,Seattle,Prague,"
+    "Vienna,Dublin,Madrid,Hanoi,Seoul,the night market,the old library,the climbing gym,"
+    "the farmers market,grandma's village,the beach,the stadium,the bookstore",
+    "food": "dumplings,ramen,sushi,tacos,pizza,hot pot,curry,pho,croissants,paella,kimchi,"
+    "mapo tofu,fish and chips,falafel,mango sticky rice,lasagna,peking duck,bibimbap,"
+    "cheese fondue,apple pie,oysters,peanuts,shrimp,strawberries",
+    "hobby": "hiking,rock climbing,painting,chess,guitar,swimming,photography,yoga,knitting,"
+    "gardening,piano,running,cycling,board games,bird watching,calligraphy,pottery,surfing",
+    "job": "nurse,software engineer,teacher,architect,chef,designer,accountant,pilot,"
+    "journalist,pharmacist,lawyer,barista,data analyst,electrician",
+    "pet": "cat dog parrot rabbit hamster turtle",
+    "month": "January February March April May June July August September October "
+    "November December",
+}
+ZH = {
+    "p": "小明 小红 张伟 王芳 李娜 刘洋 陈静 杨帆 赵磊 黄婷 周杰 吴敏 徐亮 孙悦 马超 朱琳 "
+    "妈妈 爸爸 姐姐 弟弟 奶奶 表哥",
+    "place": "北京 上海 成都 杭州 西安 重庆 厦门 大理 青岛 广州 深圳 苏州 南京 桂林 哈尔滨 "
+    "三亚 老家 夜市 健身房",
+    "food": "火锅 饺子 小笼包 烤鸭 麻辣烫 串串 螺蛳粉 煎饼果子 红烧肉 糖醋排骨 臭豆腐 "
+    "兰州拉面 奶茶 月饼 粽子 海鲜 花生 芒果 榴莲 香菜",
+    "hobby": "爬山 游泳 书法 下围棋 弹钢琴 画画 摄影 跑步 瑜伽 钓鱼 打羽毛球 骑自行车 "
+    "养花 看电影 打篮球 唱卡拉OK 做烘焙",
+    "job": "护士 程序员 老师 设计师 厨师 会计 医生 记者 律师 销售",
+    "pet": "猫 狗 仓鼠 兔子 鹦鹉",
+    "month": "1 2 3 4 5 6 7 8 9 10 11 12",
+}
+PET_NAMES = ["Mochi", "Biscuit", "Luna", "Pepper", "Tofu", "Coco", "Max", "Bean"]
+
+# (memory_type, template); slots ending in 2 draw a second value of the same kind.
+TEMPLATES = {
+    "en": [
+        ("preference", "{p} really loves {food}, especially the one near {place}."),
+        ("preference", "I prefer {hobby} over {hobby2} on weekends."),
+        ("fact", "I have been allergic to {food} since I was a kid."),
+        ("fact", "{p}'s birthday is on {month} {day}."),
+        ("fact", "I work as a {job} in {place}, for {years} years now."),
+        ("fact", "My {pet} is called {name} and sleeps by the window."),
+        ("event", "On {month} {day} I went to {place} with {p} and we had {food}."),
+        ("event", "{p} started {hobby} lessons in {month} and already won a prize."),
+        ("event", "We are planning a trip to {place} in {month} to try {food}."),
+        ("commitment", "I promised {p} to go {hobby} together in {month}."),
+    ],
+    "zh": [
+        ("preference", "{p}特别喜欢吃{food}，尤其是{place}那家。"),
+        ("preference", "周末我更喜欢{hobby}，不太喜欢{hobby2}。"),
+        ("fact", "我从小就对{food}过敏。"),
+        ("fact", "{p}的生日是{month}月{day}日。"),
+        ("fact", "我在{place}当{job}，已经{years}年了。"),
+        ("fact", "我家的{pet}叫{name}，最喜欢晒太阳。"),
+        ("event", "{month}月{day}日我和{p}去了{place}，吃了{food}。"),
+        ("event", "{p}从{month}月开始学{hobby}，进步很快。"),
+        ("event", "我们打算{month}月去{place}旅游，顺便尝尝{food}。"),
+        ("commitment", "我答应了{p}{month}月一起去{hobby}。"),
+    ],
+}
+QUERIES = {
+    "en": [
+        "what does {p} like to eat",
+        "when is {p}'s birthday",
+        "what am I allergic to",
+        "trip to {place}",
+        "do I still do {hobby}",
+        "what is my job",
+        "{food} with {p}",
+        "what is my {pet} called",
+    ],
+    "zh": [
+        "{p}喜欢吃什么",
+        "{p}的生日是哪天",
+        "我对什么过敏",
+        "去{place}旅游",
+        "{hobby}",
+        "我是做什么工作的",
+        "和{p}一起吃{food}",
+        "我家{pet}叫什么",
+    ],
+}
+
+
+def _words(vocabulary: dict[str, str]) -> dict[str, list[str]]:
+    return {k: v.split(",") if "," in v else v.split() for k, v in vocabulary.items()}
+
+
+WORDS = {"en": _words(EN), "zh": _words(ZH)}
+
+
+def fill(template: str, language: str, rng: random.Random) -> str:
+    words = WORDS[language]
+    slots = {kind: rng.choice(values) for kind, values in words.items()}
+    slots |= {"hobby2": rng.choice(words["hobby"]), "name": rng.choice(PET_NAMES)}
+    slots |= {"day": str(rng.randint(1, 28)), "years": str(rng.randint(1, 20))}
+    return template.format(**slots)
+
+
+def relationship_sizes(
+    n: int, large_size: int, large_share: float, rng: random.Random
+) -> list[int]:
+    """``n`` memories split into relationship sizes: a few of ``large_size``, the rest
+    lognormal (median 15, clipped to 1..1000)."""
+    large = max(1, round(n * large_share / large_size)) if n >= 2 * large_size else 0
+    sizes, left = [large_size] * large, n - large * large_size
+    while left > 0:
+        size = min(left, max(1, min(1000, round(rng.lognormvariate(math.log(15), 0.9)))))
+        sizes.append(size)
+        left -= size
+    rng.shuffle(sizes)
+    return sizes
+
+
+@dataclass
+class Population:
+    tenant_id: uuid.UUID
+    ids: list[uuid.UUID]
+    sizes: list[int]
+    languages: list[str]
+
+    def pick(self, low: int, high: int, count: int, rng: random.Random) -> list[int]:
+        """Indexes of up to ``count`` relationships with ``low <= size <= high``."""
+        eligible = [i for i, s in enumerate(self.sizes) if low <= s <= high]
+        return rng.sample(eligible, min(count, len(eligible)))
+
+
+async def template_vectors(per_template: int, rng: random.Random) -> Pools:
+    """Real embeddings of ``per_template`` sentences drawn from each template."""
+    embedder = OfflineEmbeddingProvider()
+    pools: Pools = {}
+    for language, templates in TEMPLATES.items():
+        for index, (_, template) in enumerate(templates):
+            sentences = [fill(template, language, rng) for _ in range(per_template)]
+            pools[(language, index)] = await embedder.embed(sentences)
+    await embedder.aclose()
+    return pools
+
+
+COLUMNS = [
+    "relationship_id",
+    "id",
+    "tenant_id",
+    "memory_type",
+    "layer",
+    "polarity",
+    "content",
+    "tokens",
+    "embedding",
+    "embedding_model",
+    "embedding_dim",
+    "importance",
+    "confidence",
+    "occurred_at",
+    "origin",
+    "source_session_id",
+]
+
+
+@dataclass
+class RowMaker:
+    """Memory rows of one relationship, ready for COPY."""
+
+    tenant_id: uuid.UUID
+    pools: Pools | None  # None: random unit vectors
+    rng: random.Random
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
+    token_cache: dict[str, list[str]] = field(default_factory=dict)
+
+    def vector(self, language: str, index: int) -> Vector:
+        if self.pools is None:
+            raw = np.random.default_rng(self.rng.getrandbits(32)).standard_normal(MODEL_DIMENSION)
+            return (raw / np.linalg.norm(raw)).astype(np.float32)
+        pool = self.pools[(language, index)]
+        return pool[self.rng.randrange(len(pool))]
+
+    def tokens(self, content: str) -> list[str]:
+        cached = self.token_cache.get(content)
+        if cached is None:
+            cached = tokenize(content)
+            if len(self.token_cache) < 200_000:  # bounded: at 1M most texts are unique
+                self.token_cache[content] = cached
+        return cached
+
+    def rows(self, rid: uuid.UUID, size: int, language: str) -> Iterator[tuple[object, ...]]:
+        for k in range(size):
+            # Mostly the relationship's language, sometimes the other one.
+            lang = language if self.rng.random() < 0.9 else ("zh" if language == "en" else "en")
+            index = self.rng.randrange(len(TEMPLATES[lang]))
+            memory_type, template = TEMPLATES[lang][index]
+            content = fill(template, lang, self.rng)
+            age = timedelta(days=730 * (1 - (k + self.rng.random()) / size))
+            yield (
+                rid, uuid.uuid4(), self.tenant_id, memory_type, "semantic", "affirmed",
+                content, self.tokens(content), self.vector(lang, index), MODEL_NAME,
+                MODEL_DIMENSION, self.rng.uniform(0.2, 0.9), self.rng.uniform(0.6, 1.0),
+                self.now - age, "manual", f"s-{k // 6}",
+            )  # fmt: skip
+
+
+async def bulk_import(
+    settings: Settings, population: Population, maker: RowMaker, chunk: int = 20_000
+) -> tuple[float, float]:
+    """COPY every memory into Postgres; returns (seconds generating, seconds copying)."""
+    generating = copying = 0.0
+    engine = create_engine(settings)
+    async with engine.connect() as conn:
+        raw = (await conn.get_raw_connection()).driver_connection
+        await register_vector(raw)
+        batch: list[tuple[object, ...]] = []
+        last = len(population.ids) - 1
+        for i, (rid, size, language) in enumerate(
+            zip(population.ids, population.sizes, population.languages, strict=True)
+        ):
+            started = time.perf_counter()
+            batch.extend(maker.rows(rid, size, language))
+            generating += time.perf_counter() - started
+            if len(batch) >= chunk or (i == last and batch):
+                started = time.perf_counter()
+                await raw.copy_records_to_table("memories", records=batch, columns=COLUMNS)
+                copying += time.perf_counter() - started
+                batch = []
+        started = time.perf_counter()
+        await raw.execute("ANALYZE memories")
+        copying += time.perf_counter() - started
+    await engine.dispose()
+    return generating, copying
+
+
+async def relationships(settings: Settings) -> tuple[uuid.UUID, list[uuid.UUID]]:
+    engine = create_engine(settings)
+    async with engine.connect() as conn:
+        rows = (await conn.execute(text("SELECT tenant_id, id FROM relationships"))).all()
+    await engine.dispose()
+    return rows[0][0], sorted(r[1] for r in rows)
+
+
+def query(language: str, rng: random.Random) -> str:
+    return fill(rng.choice(QUERIES[language]), language, rng)
+
+
+def search_body(population: Population, i: int, rng: random.Random) -> tuple[str, bytes]:
+    body = {"query": query(population.languages[i], rng), "k": 5}
+    return f"/v1/relationships/{population.ids[i]}/search", json.dumps(body).encode()
+
+
+def context_body(population: Population, i: int, rng: random.Random) -> tuple[str, bytes]:
+    body = {
+        "relationship_id": str(population.ids[i]),
+        "query": query(population.languages[i], rng),
+        "recent_turns": 0,
+    }
+    return "/v1/context", json.dumps(body).encode()
+
+
+BODIES = {"search": search_body, "context": context_body}
+
+
+def invalidate(client: redis.Redis, population: Population, indexes: list[int]) -> None:
+    """Delete the version tokens and hot blobs: the next read of each is cold."""
+    base = f"{population.tenant_id}:"
+    keys = [f"tether:{kind}:{base}{population.ids[i]}" for i in indexes for kind in ("pv", "hot")]
+    client.delete(*keys)
+
+
+_LENGTH = re.compile(rb"content-length: (\d+)", re.IGNORECASE)
+_TIMING = re.compile(rb"server-timing: app;dur=([0-9.]+)", re.IGNORECASE)
+_TIER = re.compile(rb'"tier":"([a-z]+)"')
+_DEGRADED = re.compile(rb'"degraded":\[([^\]]*)\]')
+
+
+@dataclass
+class Seen:
+    """A load run plus what every answer said: its tier (/search) and what degraded."""
+
+    run: Run = field(default_factory=Run)
+    tiers: Counter[str] = field(default_factory=Counter)
+    degraded: Counter[str] = field(default_factory=Counter)
+
+    def note(self, body: bytes) -> None:
+        if tier := _TIER.search(body):
+            self.tiers[tier.group(1).decode()] += 1
+        if (reasons := _DEGRADED.search(body)) and reasons.group(1):
+            self.degraded.update(r.strip('"') for r in reasons.group(1).decode().split(","))
+
+    def absorb(self, other: Seen) -> None:
+        self.run.latencies_ms += other.run.latencies_ms
+        self.run.server_ms += other.run.server_ms
+        self.run.seconds += other.run.seconds
+        self.run.statuses.update(Counter(self.run.statuses) + Counter(other.run.statuses))
+        self.tiers += other.tiers
+        self.degraded += other.degraded
+
+    def summary(self, name: str) -> str:
+        tiers = dict(self.tiers) or "n/a (context answers carry none)"
+        return f"{self.run.summary(name)}\n    tiers={tiers} degraded={dict(self.degraded)}"
+
+
+async def _client(port: int, next_request: Callable[[], bytes | None], seen: Seen) -> None:
+    # The harness's load() discards bodies; this one reads tier and degraded from each.
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        while (request := next_request()) is not None:
+            started = time.perf_counter()
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = _LENGTH.search(head)
+            body = await reader.readexactly(int(length.group(1)) if length else 0)
+            seen.run.latencies_ms.append((time.perf_counter() - started) * 1000)
+            status = int(head[9:12])
+            seen.run.statuses[status] = seen.run.statuses.get(status, 0) + 1
+            if timing := _TIMING.search(head):
+                seen.run.server_ms.append(float(timing.group(1)))
+            seen.note(body)
+    finally:
+        writer.close()
+
+
+def load_seen(port: int, requests: list[bytes], concurrency: int, seconds: float = 0) -> Seen:
+    """Like the harness's load(): each request once, or cycled for ``seconds`` when > 0."""
+    seen, index = Seen(), 0
+    deadline = time.monotonic() + seconds
+
+    def next_request() -> bytes | None:
+        nonlocal index
+        if (seconds <= 0 and index >= len(requests)) or (seconds and time.monotonic() > deadline):
+            return None
+        index += 1
+        return requests[(index - 1) % len(requests)]
+
+    async def main() -> None:
+        await asyncio.gather(*(_client(port, next_request, seen) for _ in range(concurrency)))
+
+    started = time.perf_counter()
+    asyncio.run(main())
+    seen.run.seconds = time.perf_counter() - started
+    return seen
+
+
+@dataclass
+class Bench:
+    port: int
+    token: str
+    population: Population
+    redis_client: redis.Redis
+    rng: random.Random
+
+    def requests(self, endpoint: str, indexes: list[int], count: int) -> list[bytes]:
+        make = BODIES[endpoint]
+        chosen = [indexes[j % len(indexes)] for j in range(count)]
+        bodies = (make(self.population, i, self.rng) for i in chosen)
+        return [post(path, self.token, body) for path, body in bodies]
+
+    def warm(self, endpoint: str, indexes: list[int]) -> None:
+        """Load every partition of ``indexes`` into both tiers (and, likely, every worker)."""
+        load(self.port, self.requests(endpoint, indexes, 3 * len(indexes)), 8)
+
+    def hot(self, endpoint: str, indexes: list[int], count: int) -> Seen:
+        self.warm(endpoint, indexes)
+        return load_seen(self.port, self.requests(endpoint, indexes, count), 1)
+
+    def cold(self, endpoint: str, indexes: list[int], count: int) -> Seen:
+        seen = Seen()
+        for _ in range(math.ceil(count / len(indexes))):
+            invalidate(self.redis_client, self.population, indexes)
+            requests = self.requests(endpoint, indexes, len(indexes))
+            seen.absorb(load_seen(self.port, requests, 1))
+        return seen
+
+    def throughput(self, indexes: list[int], concurrency: int, seconds: float) -> Seen:
+        self.warm("context", indexes)
+        requests = self.requests("context", indexes, 5_000)
+        return load_seen(self.port, requests, concurrency, seconds)
+
+    def timings(self, endpoint: str, indexes: list[int], cold: bool) -> str:
+        """Median timings_ms of a few requests (cumulative from the start of each step)."""
+        timings: dict[str, list[float]] = {}
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        url = f"http://127.0.0.1:{self.port}"
+        with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
+            for i in (indexes[j % len(indexes)] for j in range(8)):
+                if cold:
+                    invalidate(self.redis_client, self.population, [i])
+                path, body = BODIES[endpoint](self.population, i, self.rng)
+                answer = client.post(path, content=body).raise_for_status().json()
+                for key, value in answer["timings_ms"].items():
+                    timings.setdefault(key, []).append(value)
+        medians = " ".join(f"{k}={statistics.median(v):.1f}" for k, v in timings.items())
+        return f"    timings_ms median of 8: {medians}"
+
+
+def run_scale(n: int, args: argparse.Namespace, pools: Pools | None) -> dict[str, float]:
+    """Load ``n`` memories, measure; returns p95 (end to end) per class."""
+    rng = random.Random(n)
+    sizes = relationship_sizes(n, args.large_size, args.large_share, rng)
+    p95: dict[str, float] = {}
+    with services() as (database_url, redis_url):
+        settings = Settings(database_url=database_url, redis_url=redis_url)
+        started = time.perf_counter()
+        token = asyncio.run(seed(database_url, redis_url, len(sizes), min(100, len(sizes))))
+        tenant_id, ids = asyncio.run(relationships(settings))
+        languages = [rng.choice(("en", "zh")) for _ in ids]
+        population = Population(tenant_id, ids, sizes, languages)
+        maker = RowMaker(tenant_id, pools, rng)
+        generating, copying = asyncio.run(bulk_import(settings, population, maker))
+        large = sum(1 for s in sizes if s == args.large_size)
+        print(
+            f"\n## N={n:,} memories in {len(sizes):,} relationships ({large} with "
+            f"{args.large_size:,}, median {statistics.median(sizes):.0f}, "
+            f"{sum(5 <= s <= 50 for s in sizes) / len(sizes):.0%} with 5-50); loaded in "
+            f"{time.perf_counter() - started:.1f} s (generate+tokenize {generating:.1f} s, "
+            f"COPY+ANALYZE {copying:.1f} s); load average {os.getloadavg()[0]:.1f}"
+            f" on {os.cpu_count()} CPUs (other processes share them)"
+        )
+        with api_server(database_url, redis_url, args.workers) as port:
+            bench = Bench(port, token, population, redis.Redis.from_url(redis_url), rng)
+            p95 |= measure(bench, args)
+    return p95
+
+
+def measure(bench: Bench, args: argparse.Namespace) -> dict[str, float]:
+    """Every latency class at c=1, then throughput; returns p95 (end to end) per class."""
+    rng, population = bench.rng, bench.population
+    small = population.pick(5, 50, args.small, rng)
+    large = population.pick(args.large_size, args.large_size, args.small, rng)
+    hot_small, cold_small = small[: len(small) // 2], small[len(small) // 2 :]
+    sets = {("hot", "small"): hot_small, ("cold", "small"): cold_small}
+    sets |= {("hot", "large"): large, ("cold", "large"): large}
+    counts = {"hot": args.requests, "cold": args.cold_requests}
+    p95: dict[str, float] = {}
+    for endpoint in BODIES:
+        for (temperature, size), indexes in sets.items():
+            count = args.cold_large_requests if (temperature, size) == ("cold", "large") else 0
+            run_class = bench.hot if temperature == "hot" else bench.cold
+            measured = run_class(endpoint, indexes, count or counts[temperature])
+            name = f"{endpoint} {temperature}-{size}"
+            p95[name] = measured.run.pct(measured.run.latencies_ms, 0.95)
+            print(measured.summary(name))
+            print(bench.timings(endpoint, indexes, temperature == "cold"))
+    for size, indexes in (("small", hot_small), ("large", large)):
+        measured = bench.throughput(indexes, args.concurrency, args.seconds)
+        print(measured.summary(f"context hot-{size} throughput (c={args.concurrency})"))
+    return p95
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--memories", default="10000,100000", help="comma-separated N")
+    parser.add_argument("--large-size", type=int, default=5_000)
+    parser.add_argument("--large-share", type=float, default=0.25, help="of N, in large ones")
+    parser.add_argument("--small", type=int, default=300, help="small relationships sampled")
+    parser.add_argument("--requests", type=int, default=400, help="per latency class")
+    parser.add_argument("--cold-requests", type=int, default=150, help="per cold class")
+    parser.add_argument("--cold-large-requests", type=int, default=30)
+    parser.add_argument("--seconds", type=float, default=10, help="per throughput run")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--vectors", choices=("template", "random"), default="template")
+    args = parser.parse_args()
+    scales = [int(n) for n in args.memories.split(",")]
+    warm_up()
+    rng = random.Random(1)
+    pools = asyncio.run(template_vectors(64, rng)) if args.vectors == "template" else None
+    print(
+        f"# {args.workers} API workers, vectors: "
+        + ("real USE-m embeddings of 64 sentences per template" if pools else "random unit")
+        + f"; latency classes at c=1, {args.requests} requests each; 1 client process"
+    )
+    results = {n: run_scale(n, args, pools) for n in scales}
+    base = scales[0]
+    print(f"\n## p95 end to end (ms) and ratio to N={base:,}")
+    for name in results[base]:
+        cells = "  ".join(
+            f"{n:>9,}: {results[n][name]:6.2f} ({results[n][name] / results[base][name]:.2f}x)"
+            for n in scales
+            if name in results[n]
+        )
+        print(f"{name:22} {cells}")
+
+
+if __name__ == "__main__":
+    main()
