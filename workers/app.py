@@ -33,6 +33,7 @@ TASK_MODULES = [
 ]
 
 SWEEP_TASK = "sessions.sweep"
+RECONCILE_TASK = "turns.reconcile"
 EXPIRY_TASK = "memories.expire"
 
 
@@ -54,6 +55,10 @@ def create_celery(settings: Settings) -> Celery:
             "end-idle-sessions": {
                 "task": SWEEP_TASK,
                 "schedule": settings.ingest.sweep_interval_seconds,
+            },
+            "store-lost-turns": {
+                "task": RECONCILE_TASK,
+                "schedule": settings.ingest.reconcile_after_seconds,
             },
             "expire-memories": {
                 "task": EXPIRY_TASK,

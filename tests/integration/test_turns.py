@@ -379,3 +379,25 @@ async def test_tenant_privacy_patterns_mask_before_storage(client, make_tenant, 
     assert result["results"][0]["masked"] == ["MEMBER_ID"]
     [entry] = await _working_memory(resources, tenant.id, rid)
     assert entry.text == "my member card is [MEMBER_ID], order 20231107"
+
+
+async def test_turns_whose_task_was_lost_are_stored_from_working_memory(
+    client, gateway, resources
+) -> None:
+    from tether.turns.reconcile import reconcile
+
+    _, headers = gateway
+    rid = await _relationship(client, headers, "lost-task")
+    body = {"turns": [turn("first of two"), turn("second of two")]}
+    accepted = (
+        await client.post(f"/v1/relationships/{rid}/turns", json=body, headers=headers)
+    ).json()
+    await resources.redis.delete("celery")  # the persist task is lost (no worker here)
+    assert await _stored(resources, rid) == 0
+    repaired = await reconcile(resources.sessions, resources.redis, older_than_seconds=-1, cap=50)
+    assert repaired >= 2
+    assert await _stored(resources, rid) == 2
+    listed = (await client.get(f"/v1/relationships/{rid}/turns", headers=headers)).json()["items"]
+    assert [t["id"] for t in listed] == [r["turn_id"] for r in accepted["results"]]
+    again = await reconcile(resources.sessions, resources.redis, older_than_seconds=-1, cap=50)
+    assert again == 0  # idempotent: nothing stored twice

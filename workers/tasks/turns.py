@@ -15,8 +15,9 @@ from tether.core.instruments import record_persist_lag
 from tether.core.resources import Resources
 from tether.core.telemetry import annotate
 from tether.turns.pending import PendingTurn
+from tether.turns.reconcile import reconcile
 from tether.turns.services import PERSIST_TASK, store_turns
-from workers.app import app, settings_of
+from workers.app import RECONCILE_TASK, app, settings_of
 from workers.runtime import run
 
 
@@ -54,3 +55,19 @@ def persist(tenant_id: str, relationship_id: str, wire: list[list[Any]]) -> int:
     stored = run(settings_of(app), lambda resources: _persist(resources, scope, turns))
     record_persist_lag([t.id for t in turns])
     return stored
+
+
+async def _reconcile(resources: Resources) -> int:
+    ingest = resources.settings.ingest
+    return await reconcile(
+        resources.sessions,
+        resources.redis,
+        ingest.reconcile_after_seconds,
+        ingest.working_memory_turns,
+    )
+
+
+@app.task(name=RECONCILE_TASK)
+def reconcile_turns() -> int:
+    """Periodic (beat): store accepted turns whose persist task was lost."""
+    return run(settings_of(app), _reconcile)

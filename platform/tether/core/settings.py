@@ -70,6 +70,9 @@ class IngestSettings(BaseModel):
     working_memory_ttl_seconds: int = Field(default=24 * 3600, ge=60)
     session_idle_minutes: float = Field(default=30.0, gt=0)
     sweep_interval_seconds: float = Field(default=60.0, gt=0)
+    # Turns still missing from Postgres this long after acceptance are stored from
+    # working memory (a lost task); also how often that sweep runs.
+    reconcile_after_seconds: float = Field(default=30.0, gt=0)
     # How long the session-end task waits for queued turns to become durable.
     end_wait_seconds: float = Field(default=60.0, ge=0)
 

@@ -15,9 +15,10 @@ from tenancy.ids import RelationshipScope
 from tether.core.settings import IngestSettings
 from tether.turns.pending import PendingTurn, dedup_digest
 
-# KEYS: per turn (dedup, idempotency, session counter), then the working-memory list.
+# KEYS: per turn (dedup, idempotency, session counter), then the working-memory list and
+# the set of relationships with recent turns.
 # ARGV: n, dedup ttl, idempotency ttl, wm cap, wm ttl, session ttl, then per turn
-# (turn id, working-memory entry, has-idempotency-key).
+# (turn id, working-memory entry, has-idempotency-key), then the relationship's member name.
 # Returns per turn "" (accepted) or the id of the turn it duplicates.
 _CLAIM = """
 local n = tonumber(ARGV[1])
@@ -49,6 +50,8 @@ end
 if pushed then
   redis.call('LTRIM', wm, 0, tonumber(ARGV[4]) - 1)
   redis.call('EXPIRE', wm, ARGV[5])
+  -- Remember that this relationship has turns in flight (see tether.turns.reconcile).
+  redis.call('ZADD', KEYS[3 * n + 2], redis.call('TIME')[1], ARGV[3 * n + 7])
 end
 return out
 """
@@ -82,6 +85,15 @@ class WorkingMemoryEntry(msgspec.Struct, array_like=True, frozen=True):
 
 def _short(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()[:32]
+
+
+# Relationships whose turns were accepted recently, scored by time: the reconciliation
+# sweep checks that their working-memory turns all reached Postgres.
+RECENT_KEY = "tether:turns:recent"
+
+
+def recent_member(scope: RelationshipScope) -> str:
+    return f"{scope.tenant_id}:{scope.relationship_id}"
 
 
 def working_memory_key(scope: RelationshipScope) -> str:
@@ -131,7 +143,8 @@ class TurnClaims:
         for turn in turns:
             keys.extend(_keys(scope, turn))
             args.extend([str(turn.id), _entry(turn), "1" if turn.idempotency_key else "0"])
-        keys.append(working_memory_key(scope))
+        keys.extend([working_memory_key(scope), RECENT_KEY])
+        args.append(recent_member(scope))
         answers = await self._claim(keys=keys, args=args)
         return [
             uuid.UUID(a.decode() if isinstance(a, bytes) else a) if a else None for a in answers
