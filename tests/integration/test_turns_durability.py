@@ -209,6 +209,10 @@ async def test_redis_stopping_and_returning_loses_nothing(
                             assert result["status"] == "accepted"
                             expected[result["turn_id"]] = rid
                 assert degraded_answers >= len(rids)
+                stored = await _wait_durable(resources, len(before) + len(expected), 30)
+                # As beat would: a message the worker took off the queue just as Redis
+                # went away is stored from working memory.
+                await reconcile(resources.sessions, resources.redis, older_than_seconds=-1, cap=50)
                 stored = await _wait_durable(resources, len(before) + len(expected), 60)
         new = {t: r for t, r in stored.items() if t not in before}
         assert new == expected
