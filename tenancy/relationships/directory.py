@@ -24,6 +24,7 @@ from tenancy.errors import RelationshipNotFound
 from tenancy.ids import RelationshipId, RelationshipScope
 from tenancy.models import Creator, Relationship
 from tether.core.ids import TenantId
+from tether.core.redis_client import as_bytes
 from tether.core.telemetry import annotate, traced
 from tether.core.unit_of_work import on_commit
 
@@ -110,7 +111,7 @@ class CardCache:
         raw = await self._redis.get(card_key(tenant_id, relationship_id))
         if raw is None:
             raise KeyError(relationship_id)
-        return _decoder.decode(raw.encode() if isinstance(raw, str) else raw)
+        return _decoder.decode(as_bytes(raw))
 
     async def fill(self, card: RelationshipCard) -> None:
         """Cache a card read from Postgres unless a newer one is already there."""

@@ -19,6 +19,11 @@ def broker_url(redis_url: str) -> str:
     return redis_url
 
 
+def as_bytes(reply: bytes | str) -> bytes:
+    """A Redis reply as bytes (the typed client says either; ours returns bytes)."""
+    return reply.encode() if isinstance(reply, str) else reply
+
+
 def create_redis(settings: Settings) -> Redis:
     """A pooled client for this process (one per event loop)."""
     client = Redis.from_url(

@@ -11,6 +11,7 @@ import msgspec
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from tether.core.redis_client import as_bytes
 from tether.personas.schemas import PersonaProfileRead
 
 log = logging.getLogger(__name__)
@@ -30,9 +31,7 @@ class ProfileCache:
     async def get(self, tenant_id: uuid.UUID, persona_id: uuid.UUID) -> PersonaProfileRead | None:
         """The cached profile, None on a miss; raises RedisError when Redis is away."""
         raw = await self._redis.get(_key(tenant_id, persona_id))
-        return (
-            None if raw is None else _decoder.decode(raw.encode() if isinstance(raw, str) else raw)
-        )
+        return None if raw is None else _decoder.decode(as_bytes(raw))
 
     async def fill(self, tenant_id: uuid.UUID, profile: PersonaProfileRead) -> None:
         await self._set(tenant_id, profile, nx=True)

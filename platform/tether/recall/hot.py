@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.ids import RelationshipScope
 from tether.core.background import spawn
+from tether.core.redis_client import as_bytes
 from tether.core.telemetry import traced
 from tether.memories.models import Memory
 from tether.memories.repositories import active_now
@@ -268,7 +269,7 @@ class PartitionStore:
         raw = await self._redis.getex(blob_key, ex=self._ttl)
         if raw is None:
             return None
-        blob = _decoder.decode(raw.encode() if isinstance(raw, str) else raw)
+        blob = _decoder.decode(as_bytes(raw))
         if blob.version != version:
             return None
         count = len(blob.records)

@@ -7,13 +7,10 @@ import msgspec
 from redis.asyncio import Redis
 
 from tenancy.ids import RelationshipScope
+from tether.core.redis_client import as_bytes
 from tether.turns.claims import WorkingMemoryEntry, working_memory_key
 
 _decoder = msgspec.msgpack.Decoder(WorkingMemoryEntry)
-
-
-def _raw(item: bytes | str) -> bytes:
-    return item.encode() if isinstance(item, str) else item
 
 
 class WorkingMemory:
@@ -25,7 +22,7 @@ class WorkingMemory:
         if count <= 0:
             return []
         raw = await self._redis.lrange(working_memory_key(scope), 0, count - 1)
-        return [_decoder.decode(_raw(item)) for item in reversed(raw)]
+        return [_decoder.decode(as_bytes(item)) for item in reversed(raw)]
 
     async def drop_session(self, scope: RelationshipScope, session_id: str) -> int:
         """Remove an ended session's turns; its memories now carry what mattered."""
@@ -33,6 +30,6 @@ class WorkingMemory:
         raw = await self._redis.lrange(key, 0, -1)
         removed = 0
         for item in raw:
-            if _decoder.decode(_raw(item)).session_id == session_id:
-                removed += int(await self._redis.lrem(key, 1, _raw(item)))  # type: ignore[arg-type]
+            if _decoder.decode(as_bytes(item)).session_id == session_id:
+                removed += int(await self._redis.lrem(key, 1, as_bytes(item)))  # type: ignore[arg-type]
         return removed
