@@ -13,6 +13,13 @@ class Role(StrEnum):
     COMPLIANCE = "compliance"
 
 
+class PolicyEffect(StrEnum):
+    """What a policy rule does when it matches (a deny always wins over an allow)."""
+
+    ALLOW = "allow"
+    DENY = "deny"
+
+
 class OperatorKind(StrEnum):
     """Who currently speaks for the persona in a relationship."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tether.core.errors import Conflict, NotFound
+from tether.core.errors import Conflict, InvalidInput, NotFound, ServiceUnavailable
 
 
 class TenantNameTaken(Conflict):
@@ -38,3 +38,18 @@ class RelationshipNotFound(NotFound):
 class ExternalIdTaken(Conflict):
     code = "external_id_taken"
     title = "That external id is already used in this tenant"
+
+
+class PolicyRuleRefused(InvalidInput):
+    """A tenant policy rule names something a tenant may not grant or deny."""
+
+    code = "policy_rule_refused"
+    title = "A tenant policy rule was refused"
+
+
+class PolicyUnavailable(ServiceUnavailable):
+    """The tenant's own rules could not be read and none are known: deciding without
+    them could ignore one of its denies, so the request is refused."""
+
+    code = "policy_unavailable"
+    title = "The tenant's policy could not be loaded"

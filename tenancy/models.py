@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from enum import StrEnum
 
 from sqlalchemy import (
     DateTime,
@@ -20,12 +21,12 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tenancy.enums import OperatorKind, PrivacyMode, Role
+from tenancy.enums import OperatorKind, PolicyEffect, PrivacyMode, Role
 from tether.core.database import Base, TenantOwned
 from tether.core.ids import new_id
 
 
-def _enum(kind: type[Role] | type[OperatorKind] | type[PrivacyMode], name: str) -> Enum:
+def _enum(kind: type[StrEnum], name: str) -> Enum:
     return Enum(
         kind,
         name=name,
@@ -67,6 +68,20 @@ class ApiKey(TenantOwned, Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (Index("ix_api_keys_tenant_id", "tenant_id"),)
+
+
+class TenantPolicy(TenantOwned, Base):
+    """One rule a tenant added on top of the versioned file policy (``policies/``)."""
+
+    __tablename__ = "tenant_policies"
+
+    role: Mapped[Role] = mapped_column(_enum(Role, "tenant_policy_role"))
+    object: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(String(16))
+    effect: Mapped[PolicyEffect] = mapped_column(_enum(PolicyEffect, "tenant_policy_effect"))
+    created_by_key_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+
+    __table_args__ = (UniqueConstraint("tenant_id", "role", "object", "action", "effect"),)
 
 
 class GlobalUser(TenantOwned, Base):

@@ -21,6 +21,7 @@ from tenancy.access.deps import provide_principal
 from tenancy.access.guard import policy_guard
 from tenancy.access.middleware import ApiKeyAuthMiddleware
 from tenancy.access.policy import PolicyEnforcer
+from tenancy.access.tenant_policies import TenantPolicies
 from tenancy.relationships.deps import provide_card_cache, provide_relationship_directory
 from tether.api.metrics import http_tracing, route_telemetry
 from tether.api.problems import EXCEPTION_HANDLERS
@@ -43,6 +44,9 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
     """Attach this event loop's resources to the app (the lifespan does it; tests may)."""
     app.state.resources = resources
     app.state.authenticator = Authenticator(resources.sessions)
+    app.state.policy = TenantPolicies(
+        PolicyEnforcer(), resources.sessions, resources.settings.access.policy_cache_seconds
+    )
     app.state.turn_claims = TurnClaims(resources.redis, resources.settings.ingest)
     recall = resources.settings.recall
     app.state.partitions = PartitionStore(
@@ -74,7 +78,6 @@ def create_app(settings: Settings) -> Litestar:
         lifespan=[lifespan],
         state=State(
             {
-                "policy": PolicyEnforcer(),
                 "privacy_filters": TenantFilters(settings.identity.tenant_settings_ttl_seconds),
                 "embedder": embedding_provider(settings),
             }

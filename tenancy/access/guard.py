@@ -10,8 +10,9 @@ from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 from sqlalchemy.exc import SQLAlchemyError
 
-from tenancy.access.policy import PolicyEnforcer
+from tenancy.access.policy import Decision
 from tenancy.access.principal import Principal
+from tenancy.access.tenant_policies import TenantPolicies
 from tenancy.audit.log import Actor, AuditLog, rule_text
 from tether.core.database import transaction
 from tether.core.errors import Forbidden, Unauthenticated, WrongRegion
@@ -45,11 +46,13 @@ async def policy_guard(
     principal = connection.scope.get("user")
     if not isinstance(principal, Principal):
         raise Unauthenticated()
-    enforcer: PolicyEnforcer = connection.app.state.policy
+    policies: TenantPolicies = connection.app.state.policy
+    # The caller tenant's own rules count (re-read here when the snapshot is stale).
+    enforcer = await policies.refresh(principal.tenant_id)
     obj, action = declared
     decision = enforcer.decide(principal.role.value, obj, action)
     if not decision.allowed:
-        await _audit_denial(connection, principal, obj, action, rule_text(decision.matched_rule))
+        await _audit_denial(connection, principal, obj, action, decision)
         raise Forbidden(f"role {principal.role.value!r} may not {action} {obj}")
     if action in WRITE_ACTIONS:
         _require_home_region(connection, principal)
@@ -72,7 +75,7 @@ async def _audit_denial(
     principal: Principal,
     obj: str,
     action: str,
-    rule: str | None,
+    decision: Decision,
 ) -> None:
     """Every refused request is audited, in its own transaction (there is no action
     to share one with). A failing audit write is logged; the answer stays 403."""
@@ -85,10 +88,11 @@ async def _audit_denial(
                 action,
                 obj,
                 allowed=False,
-                matched_rule=rule,
+                matched_rule=rule_text(decision.matched_rule),
                 detail={
                     "route": connection.scope.get("path", ""),
                     "method": connection.scope.get("method", ""),
+                    "rule_source": decision.source,
                 },
             )
     except SQLAlchemyError as exc:

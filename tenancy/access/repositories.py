@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenancy.enums import Role
+from tenancy.access.policy_rules import PolicyRule
+from tenancy.enums import PolicyEffect, Role
 from tenancy.errors import TenantNameTaken
 from tenancy.ids import ApiKeyId
-from tenancy.models import ApiKey, Tenant
+from tenancy.models import ApiKey, Tenant, TenantPolicy
 from tether.core.ids import TenantId
 
 
@@ -95,3 +97,47 @@ class ApiKeyRepository:
             .returning(ApiKey.key_hash)
         )
         return (await self._session.execute(statement)).scalar_one_or_none()
+
+
+class TenantPolicyRepository:
+    """The rules one tenant added on top of the file policy."""
+
+    def __init__(self, session: AsyncSession, tenant_id: TenantId) -> None:
+        self._session = session
+        self._tenant_id = tenant_id
+
+    async def rules(self) -> list[PolicyRule]:
+        statement = select(
+            TenantPolicy.role, TenantPolicy.object, TenantPolicy.action, TenantPolicy.effect
+        ).where(TenantPolicy.tenant_id == self._tenant_id)
+        return [
+            PolicyRule(role.value, obj, action, effect.value)
+            for role, obj, action, effect in await self._session.execute(statement)
+        ]
+
+    async def lock(self) -> None:
+        """Serialise rule changes of this tenant until the transaction ends. (NO KEY
+        UPDATE: rows that reference the tenant can still be inserted meanwhile.)"""
+        statement = (
+            select(Tenant.id).where(Tenant.id == self._tenant_id).with_for_update(key_share=True)
+        )
+        await self._session.execute(statement)
+
+    async def replace(self, rules: Sequence[PolicyRule], actor_key_id: uuid.UUID | None) -> None:
+        await self._session.execute(
+            delete(TenantPolicy).where(TenantPolicy.tenant_id == self._tenant_id)
+        )
+        if not rules:
+            return
+        rows = [
+            {
+                "tenant_id": self._tenant_id,
+                "role": Role(rule.role),
+                "object": rule.object,
+                "action": rule.action,
+                "effect": PolicyEffect(rule.effect),
+                "created_by_key_id": actor_key_id,
+            }
+            for rule in rules
+        ]
+        await self._session.execute(insert(TenantPolicy), rows)

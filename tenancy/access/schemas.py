@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
-from tenancy.enums import Role
+from tenancy.access.policy_rules import MAX_TENANT_RULES, PolicyAction
+from tenancy.enums import PolicyEffect, Role
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")]
 
@@ -57,3 +58,21 @@ class PolicyDecision(msgspec.Struct):
     allowed: bool
     matched_rule: list[str] | None
     explanation: str
+    # "file" (the versioned policy) or "tenant" (a rule of the caller's tenant); null
+    # when no rule matched (denied by default).
+    source: Literal["file", "tenant"] | None = None
+
+
+class TenantPolicyRule(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """One rule a tenant adds on top of the file policy (deny beats allow)."""
+
+    role: Role
+    object: PolicyName
+    action: PolicyAction
+    effect: PolicyEffect
+
+
+class TenantPolicyRules(msgspec.Struct, forbid_unknown_fields=True):
+    """A tenant's whole rule set (PUT replaces it)."""
+
+    rules: Annotated[list[TenantPolicyRule], msgspec.Meta(max_length=MAX_TENANT_RULES)]

@@ -32,7 +32,7 @@ def provide_context_service(
     recall: NamedDependency[Recall],
     principal: NamedDependency[Principal],
 ) -> ContextService:
-    enforcer: PolicyEnforcer = state.policy
+    enforcer: PolicyEnforcer = state.policy.for_tenant(principal.tenant_id)
     settings = resources.settings
     engine = knowledge_engine(state)
 

@@ -56,6 +56,15 @@ class IdentitySettings(BaseModel):
     tenant_settings_ttl_seconds: float = Field(default=30.0, ge=0)
 
 
+class AccessSettings(BaseModel):
+    """Authorisation: how fresh each process keeps the tenants' own policy rules."""
+
+    # A tenant's rules are re-read from Postgres at most this often per process, which
+    # bounds how long another replica decides with the old rules after a change (the
+    # replica that made the change applies it at once).
+    policy_cache_seconds: float = Field(default=10.0, ge=0)
+
+
 class IngestSettings(BaseModel):
     """Turn ingestion limits, dedup windows and working memory."""
 
@@ -194,6 +203,7 @@ class Settings(BaseSettings):
     db: DatabaseSettings = DatabaseSettings()
     worker: WorkerSettings = WorkerSettings()
     identity: IdentitySettings = IdentitySettings()
+    access: AccessSettings = AccessSettings()
     ingest: IngestSettings = IngestSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     llm: LlmSettings = LlmSettings()

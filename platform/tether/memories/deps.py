@@ -22,7 +22,7 @@ def provide_memory_service(
     principal: NamedDependency[Principal],
     settings: NamedDependency[Settings],
 ) -> MemoryService:
-    enforcer: PolicyEnforcer = state.policy
+    enforcer: PolicyEnforcer = state.policy.for_tenant(principal.tenant_id)
     embedder: EmbeddingProvider = state.embedder
     store: PartitionStore = state.partitions
     return MemoryService(

@@ -19,7 +19,7 @@ from tether.profiles.services import ProfileService
 def provide_profile_service(
     state: State, db_session: NamedDependency[AsyncSession], principal: NamedDependency[Principal]
 ) -> ProfileService:
-    return ProfileService(db_session, principal, state.policy)
+    return ProfileService(db_session, principal, state.policy.for_tenant(principal.tenant_id))
 
 
 Profiles = NamedDependency[ProfileService]

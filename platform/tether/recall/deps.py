@@ -32,5 +32,5 @@ def provide_search_service(
     recall: NamedDependency[Recall],
     principal: NamedDependency[Principal],
 ) -> SearchService:
-    enforcer: PolicyEnforcer = state.policy
+    enforcer: PolicyEnforcer = state.policy.for_tenant(principal.tenant_id)
     return SearchService(relationship_directory, recall, principal, enforcer)

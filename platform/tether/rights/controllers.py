@@ -37,7 +37,7 @@ def provide_forget_service(
         relationship_directory,
         redis,
         principal,
-        state.policy,
+        state.policy.for_tenant(principal.tenant_id),
         state.partitions.invalidate,
     )
 
