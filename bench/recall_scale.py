@@ -20,8 +20,11 @@ Measured per N (end to end from one client process, and the server's own time fr
 Server-Timing): p50/p95/p99 of /search and /v1/context for
 - hot: the partition was loaded by earlier requests (in-process copy, or Redis);
 - cold: the first request after the relationship's ``tether:pv`` version token and
-  ``tether:hot`` blob were deleted, so it is rebuilt from Postgres (Postgres's own
-  buffers stay warm: this is the partition store's cold path, not a cold disk);
+  ``tether:hot`` blob were deleted, so it is served from Postgres (Postgres's own
+  buffers stay warm: this is the partition store's cold path, not a cold disk). Cold
+  requests go in rounds, one per sampled relationship, one at a time; after each round
+  the bench waits for the background fills the round started (the hot copies), so a
+  round competes with its own fills but not with the previous round's;
 for small (5-50 memories) and large relationships; then /v1/context throughput at
 ``--concurrency`` on hot partitions. Every answer is read: ``tier`` (in /search answers)
 verifies the classification and ``degraded`` reasons are counted; the median
@@ -328,6 +331,17 @@ def invalidate(client: redis.Redis, population: Population, indexes: list[int]) 
     client.delete(*keys)
 
 
+def settle(client: redis.Redis, population: Population, indexes: list[int]) -> None:
+    """Wait (up to 10 s) until the background fills the cold reads of ``indexes`` started
+    have stored their hot copies, so one round's fills do not run into the next round."""
+    base = f"tether:hot:{population.tenant_id}:"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if all(client.exists(f"{base}{population.ids[i]}") for i in indexes):
+            return
+        time.sleep(0.01)
+
+
 _LENGTH = re.compile(rb"content-length: (\d+)", re.IGNORECASE)
 _TIMING = re.compile(rb"server-timing: app;dur=([0-9.]+)", re.IGNORECASE)
 _TIER = re.compile(rb'"tier":"([a-z]+)"')
@@ -430,6 +444,7 @@ class Bench:
             invalidate(self.redis_client, self.population, indexes)
             requests = self.requests(endpoint, indexes, len(indexes))
             seen.absorb(load_seen(self.port, requests, 1))
+            settle(self.redis_client, self.population, indexes)
         return seen
 
     def throughput(self, indexes: list[int], concurrency: int, seconds: float) -> Seen:
@@ -448,6 +463,8 @@ class Bench:
                     invalidate(self.redis_client, self.population, [i])
                 path, body = BODIES[endpoint](self.population, i, self.rng)
                 answer = client.post(path, content=body).raise_for_status().json()
+                if cold:
+                    settle(self.redis_client, self.population, [i])
                 for key, value in answer["timings_ms"].items():
                     timings.setdefault(key, []).append(value)
         medians = " ".join(f"{k}={statistics.median(v):.1f}" for k, v in timings.items())

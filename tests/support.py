@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from redis.asyncio import Redis
 from sqlalchemy import event
 
 from tether.core.resources import Resources
@@ -32,6 +34,15 @@ def wait_until(predicate: Callable[[], bool], seconds: float, what: str) -> None
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
+
+
+async def wait_for_hot_copy(redis: Redis, relationship_id: object, seconds: float = 5) -> None:
+    """After a cold read, the partition is filled into the hot tiers in the background:
+    wait until its Redis copy exists (the filling process holds it locally by then)."""
+    deadline = time.monotonic() + seconds
+    while not await redis.keys(f"tether:hot:*:{relationship_id}"):
+        assert time.monotonic() < deadline, f"no hot copy of {relationship_id}"
+        await asyncio.sleep(0.02)
 
 
 def resolve_body(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from tether.core.heap import freeze_startup_heap
 from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.providers.base import ChatProvider, EmbeddingProvider
@@ -35,6 +36,7 @@ def _embedder(settings: Settings) -> EmbeddingProvider:
 def warm_up_process(settings: Settings) -> None:
     """Load the tokenizer dictionary and the embedding model of this process now."""
     warm_up(settings, _embedder(settings))
+    freeze_startup_heap()
 
 
 def services_for(resources: Resources) -> WorkerServices:

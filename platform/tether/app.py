@@ -27,6 +27,7 @@ from tether.api.metrics import http_tracing, route_telemetry
 from tether.api.problems import EXCEPTION_HANDLERS
 from tether.api.request_id import request_id_middleware
 from tether.core.deps import provide_redis, provide_resources, provide_session, provide_settings
+from tether.core.heap import freeze_startup_heap
 from tether.core.instruments import watch
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
@@ -55,6 +56,7 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
         recall.hot_ttl_seconds,
         recall.local_partitions,
         app.state.embedder.name,
+        resources.sessions,
     )
     watch(lambda: app.state.partitions.stats.hit_rate, resources.settings.require_broker_url())
 
@@ -70,7 +72,9 @@ def create_app(settings: Settings) -> Litestar:
             # Load the tokenizer dictionary and the embedding model before the first
             # request (not on it), off the event loop.
             await anyio.to_thread.run_sync(warm_up, settings, app.state.embedder)
+            freeze_startup_heap()
             yield
+            await app.state.partitions.drain()
             await app.state.embedder.aclose()
 
     return Litestar(

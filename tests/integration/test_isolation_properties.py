@@ -25,7 +25,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from redis.asyncio import Redis
 
-from tests.support import resolve_body
+from tests.support import resolve_body, wait_for_hot_copy
 from tether.api.request_id import request_id_middleware
 from tether.app import bind_resources, create_app
 from tether.core.resources import Resources
@@ -249,6 +249,7 @@ async def _check_hot_tier(world: World) -> None:
         gateway = world.tenants[rel.tenant].gateway
         query = " ".join([*WORDS, *rel.active_markers.values()])
         first = await _ok(_search(world.apis[0], gateway, rel, query, k=50))
+        await wait_for_hot_copy(world.redis, rel.rid)
         second = await _ok(_search(world.apis[1], gateway, rel, query, k=50))
         assert (first["tier"], second["tier"]) == ("cold", "hot")
         for body in (first, second):

@@ -12,10 +12,10 @@ import pytest
 from sqlalchemy import text
 
 from tether.core.ids import TenantId
+from tether.core.tenant_sessions import tenant_session
 from tether.knowledge.builtin import BuiltinRagEngine
 from tether.knowledge.errors import KnowledgeBaseNotFound
 from tether.knowledge.retrieval import knowledge_for_context
-from tether.knowledge.sessions import tenant_session
 from tether.knowledge.storage import document_store
 from tether.providers.base import Vectors
 from tether.providers.configured import rank_weights

@@ -4,14 +4,13 @@ tier refilled when it returns)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
 from tests.providers_server import FakeOpenAIServer, Reply
-from tests.support import resolve_body
+from tests.support import resolve_body, wait_for_hot_copy
 from tether.api.request_id import request_id_middleware
 from tether.app import bind_resources, create_app
 from tether.core.resources import open_resources
@@ -128,6 +127,7 @@ async def test_redis_down_reads_partitions_from_postgres_and_refills_after(
     search = f"/v1/relationships/{rid}/search"
     first = (await client.post(search, json={"query": "sister Lyon"}, headers=headers)).json()
     assert first["tier"] == "cold"
+    await wait_for_hot_copy(resources.redis, rid)
     again = (await client.post(search, json={"query": "sister Lyon"}, headers=headers)).json()
     assert again["tier"] == "local"
     broken = settings.model_copy(update={"redis_url": f"unix://{tmp_path}/absent.sock"})
@@ -155,8 +155,4 @@ async def test_redis_down_reads_partitions_from_postgres_and_refills_after(
         await resources.redis.delete(key)
     refilled = (await client.post(search, json={"query": "sister Lyon"}, headers=headers)).json()
     assert refilled["tier"] == "cold"
-    for _ in range(40):  # the rebuilt partition is written back in the background
-        if await resources.redis.keys(f"tether:hot:{tenant.id}:{rid}"):
-            break
-        await asyncio.sleep(0.05)
-    assert await resources.redis.keys(f"tether:hot:{tenant.id}:{rid}")
+    await wait_for_hot_copy(resources.redis, rid)  # rebuilt in the background

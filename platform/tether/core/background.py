@@ -12,7 +12,7 @@ log = logging.getLogger(__name__)
 _running: set[asyncio.Task[Any]] = set()
 
 
-def spawn(work: Coroutine[Any, Any, Any], what: str) -> None:
+def spawn(work: Coroutine[Any, Any, Any], what: str) -> asyncio.Task[Any]:
     task = asyncio.get_running_loop().create_task(work)
     _running.add(task)
 
@@ -22,3 +22,4 @@ def spawn(work: Coroutine[Any, Any, Any], what: str) -> None:
             log.warning("%s failed: %s", what, finished.exception())
 
     task.add_done_callback(done)
+    return task

@@ -24,6 +24,7 @@ import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tether.core.ids import TenantId
+from tether.core.tenant_sessions import tenant_session
 from tether.knowledge.repositories import (
     ChunkRepository,
     ChunkRow,
@@ -31,7 +32,6 @@ from tether.knowledge.repositories import (
     KnowledgeBaseRepository,
     SearchableDocument,
 )
-from tether.knowledge.sessions import tenant_session
 from tether.recall.partition import PartitionIndex, RankDoc
 from tether.recall.weights import RankWeights
 

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tether.core.ids import TenantId, new_id
 from tether.core.settings import KnowledgeSettings
+from tether.core.tenant_sessions import tenant_transaction
 from tether.knowledge.chunking import Passage, chunk_blocks
 from tether.knowledge.engine import IngestReport
 from tether.knowledge.errors import DocumentUnreadable
@@ -33,7 +34,6 @@ from tether.knowledge.repositories import (
     KnowledgeBaseRepository,
 )
 from tether.knowledge.schemas import DocumentStatus
-from tether.knowledge.sessions import tenant_transaction
 from tether.knowledge.storage import DocumentStore
 from tether.providers.base import EmbeddingProvider, ProviderError
 from tether.recall.text import tokenize

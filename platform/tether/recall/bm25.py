@@ -13,12 +13,22 @@ less (rank-bm25 patches that with an epsilon floor).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25Parts:
+    """A built index's arrays: ``terms`` in term-id order, and the postings."""
+
+    terms: list[str]
+    offsets: npt.NDArray[np.int64]
+    docs: npt.NDArray[np.int32]
+    weights: npt.NDArray[np.float32]
+    size: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,24 +67,47 @@ class Bm25Index:
         cls, docs_tokens: Sequence[Sequence[str]], params: Bm25Params = Bm25Params()
     ) -> Bm25Index:
         """Index pre-tokenized documents; row ``i`` of every score vector is ``docs_tokens[i]``."""
-        vocabulary: dict[str, int] = {}
-        term_ids: list[int] = []
-        doc_ids: list[int] = []
-        counts: list[int] = []
-        for doc_id, tokens in enumerate(docs_tokens):
-            for term, count in Counter(tokens).items():
-                term_ids.append(vocabulary.setdefault(term, len(vocabulary)))
-                doc_ids.append(doc_id)
-                counts.append(count)
-        size = len(docs_tokens)
-        lengths = np.fromiter((len(tokens) for tokens in docs_tokens), np.float64, size)
-        terms = np.asarray(term_ids, dtype=np.int64)
-        postings_docs = np.asarray(doc_ids, dtype=np.int32)
-        weights = _weights(terms, postings_docs, np.asarray(counts, np.float64), lengths, params)
-        order = np.argsort(terms, kind="stable")
+        lengths = np.fromiter(map(len, docs_tokens), np.int64, len(docs_tokens))
+        flat = [term for tokens in docs_tokens for term in tokens]
+        return cls.build_flat(flat, lengths, params)
+
+    @classmethod
+    def build_flat(
+        cls, tokens: Sequence[str], lengths: npt.NDArray[np.int64], params: Bm25Params
+    ) -> Bm25Index:
+        """Index documents given as one token sequence: document ``i`` is the next
+        ``lengths[i]`` tokens."""
+        if int(lengths.sum()) != len(tokens):
+            raise ValueError("the lengths do not add up to the tokens")
+        # Terms are numbered in order of first appearance by C-level passes; counting
+        # and sorting happen in numpy (a cold 5,000-memory partition is indexed on the
+        # request path).
+        vocabulary = {term: i for i, term in enumerate(dict.fromkeys(tokens))}
+        terms_per_token = np.fromiter(map(vocabulary.__getitem__, tokens), np.int64, len(tokens))
+        size = len(lengths)
+        docs_per_token = np.repeat(np.arange(size, dtype=np.int64), lengths)
+        # Sorted (term, document) pairs with their counts: the postings, term by term.
+        width = max(size, 1)
+        pairs, counts = np.unique(terms_per_token * width + docs_per_token, return_counts=True)
+        terms = pairs // width
+        postings_docs = (pairs % width).astype(np.int32)
+        weights = _weights(
+            terms, postings_docs, counts.astype(np.float64), lengths.astype(np.float64), params
+        )
         offsets = np.zeros(len(vocabulary) + 1, dtype=np.int64)
         np.cumsum(np.bincount(terms, minlength=len(vocabulary)), out=offsets[1:])
-        return cls(vocabulary, offsets, postings_docs[order], weights[order], size)
+        return cls(vocabulary, offsets, postings_docs, weights, size)
+
+    def parts(self) -> Bm25Parts:
+        """The index as plain arrays (for the hot tier), rebuilt by :meth:`from_parts`."""
+        return Bm25Parts(
+            list(self._vocabulary), self._offsets, self._docs, self._weights, self.size
+        )
+
+    @classmethod
+    def from_parts(cls, parts: Bm25Parts) -> Bm25Index:
+        vocabulary = {term: i for i, term in enumerate(parts.terms)}
+        return cls(vocabulary, parts.offsets, parts.docs, parts.weights, parts.size)
 
     def scores(self, query_tokens: Sequence[str]) -> npt.NDArray[np.float32]:
         """BM25 score of every document (0 where no query term occurs).

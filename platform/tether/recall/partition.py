@@ -7,7 +7,6 @@ work (BM25 postings, stacking vectors, ordering groups) happens here, once.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -89,20 +88,55 @@ class PartitionIndex:
             bm25: an index already built over the same docs, in the same order, to reuse
                 when only recall statistics changed.
         """
-        if bm25 is None:
-            params = Bm25Params(k1=weights.bm25_k1, b=weights.bm25_b)
-            bm25 = Bm25Index.build([doc.tokens for doc in docs], params)
         matrix, has_vector = _stack_vectors(docs)
-        return cls(
+        ordinals = [doc.ordinal if doc.ordinal is not None else -1 for doc in docs]
+        return cls.from_columns(
+            tokens=[doc.tokens for doc in docs],
             keys=np.fromiter((doc.key for doc in docs), np.int64, len(docs)),
-            bm25=bm25,
             matrix=matrix,
             has_vector=has_vector,
             importance=_floats((doc.importance for doc in docs), len(docs)),
             confidence=_floats((doc.confidence for doc in docs), len(docs)),
             strength=_floats((doc.strength for doc in docs), len(docs)),
             reference_time=_floats((_reference_time(doc) for doc in docs), len(docs)),
-            neighbours=_neighbour_table(docs, weights.neighbour_window),
+            groups=[doc.group if doc.ordinal is not None else None for doc in docs],
+            ordinals=np.asarray(ordinals, dtype=np.int64),
+            weights=weights,
+            bm25=bm25,
+        )
+
+    @classmethod
+    def from_columns(
+        cls,
+        *,
+        tokens: Sequence[Sequence[str]],
+        keys: npt.NDArray[np.int64],
+        matrix: npt.NDArray[np.float32] | None,
+        has_vector: npt.NDArray[np.bool_],
+        importance: FloatArray,
+        confidence: FloatArray,
+        strength: FloatArray,
+        reference_time: FloatArray,
+        groups: Sequence[str | None],
+        ordinals: npt.NDArray[np.int64],
+        weights: RankWeights,
+        bm25: Bm25Index | None = None,
+    ) -> PartitionIndex:
+        """Prepare a partition given as columns (row ``i`` of each is one memory): the
+        partition store's path, which never builds a ``RankDoc`` per memory."""
+        if bm25 is None:
+            params = Bm25Params(k1=weights.bm25_k1, b=weights.bm25_b)
+            bm25 = Bm25Index.build(tokens, params)
+        return cls(
+            keys=keys,
+            bm25=bm25,
+            matrix=matrix,
+            has_vector=has_vector,
+            importance=importance,
+            confidence=confidence,
+            strength=strength,
+            reference_time=reference_time,
+            neighbours=neighbour_table(groups, ordinals, weights.neighbour_window),
         )
 
 
@@ -130,20 +164,28 @@ def _stack_vectors(
     return matrix, has_vector
 
 
-def _neighbour_table(docs: Sequence[RankDoc], window: int) -> npt.NDArray[np.intp]:
-    """Neighbours by ordinal within each group; memories without a group have none."""
-    size = len(docs)
+def neighbour_table(
+    groups: Sequence[str | None], ordinals: npt.NDArray[np.int64], window: int
+) -> npt.NDArray[np.intp]:
+    """Neighbours by ordinal within each group; rows without a group have none."""
+    size = len(groups)
     table = np.full((size, 2 * window), size, dtype=np.intp)
-    groups: defaultdict[str, list[tuple[int, int]]] = defaultdict(list)
-    for row, doc in enumerate(docs):
-        if doc.group is not None and doc.ordinal is not None:
-            groups[doc.group].append((doc.ordinal, row))
-    for members in groups.values():
-        rows = [row for _, row in sorted(members)]
-        for position, row in enumerate(rows):
-            for distance in range(1, window + 1):
-                if position - distance >= 0:
-                    table[row, 2 * distance - 2] = rows[position - distance]
-                if position + distance < len(rows):
-                    table[row, 2 * distance - 1] = rows[position + distance]
+    if size == 0 or window == 0:
+        return table
+    codes_by_group: dict[str, int] = {}
+    codes = np.fromiter(
+        (-1 if g is None else codes_by_group.setdefault(g, len(codes_by_group)) for g in groups),
+        np.int64,
+        size,
+    )
+    # Rows sorted by (group, ordinal, row): a group's members are consecutive, in order.
+    order = np.lexsort((np.arange(size), ordinals, codes))
+    sorted_codes = codes[order]
+    for distance in range(1, window + 1):
+        same = (sorted_codes[distance:] == sorted_codes[:-distance]) & (
+            sorted_codes[distance:] >= 0
+        )
+        later, earlier = order[distance:][same], order[:-distance][same]
+        table[later, 2 * distance - 2] = earlier
+        table[earlier, 2 * distance - 1] = later
     return table

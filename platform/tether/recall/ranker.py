@@ -77,6 +77,9 @@ def rank(
     k: int,
     now: datetime,
     weights: RankWeights,
+    *,
+    similarity: npt.NDArray[np.float32] | None = None,
+    allowed: npt.NDArray[np.bool_] | None = None,
 ) -> list[tuple[int, Explanation]]:
     """The top ``k`` memories of the partition as ``(key, explanation)``, best first.
 
@@ -84,11 +87,19 @@ def rank(
     similarity of at least ``weights.min_similarity``) or next to one that is, so an
     unrelated query returns nothing rather than the least unrelated memories.
     Ties keep partition order, so results are deterministic.
+
+    ``similarity``: the query's cosine to each row, when it was computed elsewhere
+    (pgvector, for a partition loaded without its vectors); ``query_vector`` is then
+    unused. ``allowed``: rows the caller may receive (others still lend relevance to
+    their neighbours, as they would in the conversation).
     """
     if index.size == 0 or k <= 0:
         return []
-    signals = _signals(query_tokens, query_vector, index, now, weights)
-    rows = _top(signals.final, signals.relevant | (signals.boost > 0.0), k)
+    signals = _signals(query_tokens, query_vector, index, now, weights, similarity)
+    candidates = signals.relevant | (signals.boost > 0.0)
+    if allowed is not None:
+        candidates &= allowed
+    rows = _top(signals.final, candidates, k)
     return [(int(index.keys[row]), _explain(int(row), signals, index, weights)) for row in rows]
 
 
@@ -98,9 +109,13 @@ def _signals(
     index: PartitionIndex,
     now: datetime,
     weights: RankWeights,
+    precomputed: npt.NDArray[np.float32] | None,
 ) -> _Signals:
     lexical = index.bm25.scores(query_tokens)
-    similarity = _similarity(query_vector, index, weights)
+    if precomputed is not None:
+        similarity = precomputed if weights.vector_weight != 0.0 else None
+    else:
+        similarity = _similarity(query_vector, index, weights)
     scaled = None if similarity is None else scaled_similarity(similarity, index.has_vector)
     relevant = lexical > 0.0
     if similarity is not None:

@@ -127,7 +127,7 @@ class Recall:
         embedding = asyncio.ensure_future(self._embed(query))
         tokens = tokenize(query)
         try:
-            partition, redis_down = await self._store.load(self._session, scope)
+            partition, redis_down = await self._store.load(self._session, scope, embedding)
         except BaseException:
             embedding.cancel()
             raise
@@ -146,8 +146,8 @@ class Recall:
             for record, e in result.hits
             if e.neighbour_key is not None
         }
-        summaries = [r for r in partition.records if r.memory_type == "summary"]
-        result.latest_summary = max(summaries, key=lambda r: r.occurred_at, default=None)
+        if partition.latest_summary is not None:
+            result.latest_summary = partition.records[partition.latest_summary]
         result.timings_ms = {
             "load": loaded,
             "embed": embedded,
@@ -177,19 +177,26 @@ class Recall:
     ) -> list[tuple[PartitionRecord, Explanation]]:
         now = datetime.now(UTC)
         records = partition.records
-
-        def eligible(record: PartitionRecord) -> bool:
-            return (
-                (record.expires_at is None or record.expires_at > now)
-                and (include_private or not record.private_to_creator)
-                and (types is None or record.memory_type in types)
-                and (layers is None or record.layer in layers)
+        allowed = partition.expires_at > now.timestamp()
+        if not include_private:
+            allowed &= ~partition.private
+        if types is not None:
+            allowed &= np.fromiter(
+                (r.memory_type in types for r in records), np.bool_, len(records)
             )
-
-        excluded = sum(1 for r in records if not eligible(r))
-        ranked = rank(tokens, vector, partition.index, k + excluded, now, self._weights)
-        hits = [(records[key], e) for key, e in ranked if eligible(records[key])]
-        return hits[:k]
+        if layers is not None:
+            allowed &= np.fromiter((r.layer in layers for r in records), np.bool_, len(records))
+        ranked = rank(
+            tokens,
+            vector,
+            partition.index,
+            k,
+            now,
+            self._weights,
+            similarity=partition.similarity,
+            allowed=allowed,
+        )
+        return [(records[key], e) for key, e in ranked]
 
     async def _reinforce(self, scope: RelationshipScope, ids: list[uuid.UUID]) -> None:
         args = [str(scope.tenant_id), str(scope.relationship_id), [str(i) for i in ids]]

@@ -1,4 +1,4 @@
-"""Sessions of knowledge work outside a request (index loads, indexing runs), bound to
+"""Sessions of work outside a request (index loads, indexing runs, hot-tier fills), bound to
 one tenant so row-level security holds them to it like a request."""
 
 from __future__ import annotations
