@@ -36,6 +36,7 @@ from tether.health.deps import provide_health_service
 from tether.privacy.tenant_filters import TenantFilters
 from tether.providers.configured import embedding_provider, rank_weights, warm_up
 from tether.recall.hot import PartitionStore
+from tether.recall.reinforcement import ReinforcementBuffer
 from tether.rights.controllers import provide_user_eraser
 from tether.routes import ROUTE_HANDLERS
 from tether.turns.claims import TurnClaims
@@ -58,6 +59,7 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
         app.state.embedder.name,
         resources.sessions,
     )
+    app.state.reinforcement = ReinforcementBuffer(resources.tasks, recall.reinforce_flush_seconds)
     watch(lambda: app.state.partitions.stats.hit_rate, resources.settings.require_broker_url())
 
 
@@ -75,6 +77,7 @@ def create_app(settings: Settings) -> Litestar:
             freeze_startup_heap()
             yield
             await app.state.partitions.drain()
+            await app.state.reinforcement.flush()
             await app.state.embedder.aclose()
 
     return Litestar(

@@ -14,7 +14,7 @@ from tether.core.resources import Resources
 from tether.memories.expiry import expire_due
 from tether.memories.repositories import MemoryRepository
 from tether.memories.session_extraction import SessionExtraction
-from tether.recall.services import REINFORCE_TASK
+from tether.recall.reinforcement import REINFORCE_BATCH_TASK, REINFORCE_TASK, Entry
 from tether.turns.sessions import EXTRACT_TASK
 from tether.turns.working_memory import WorkingMemory
 from workers.app import EXPIRY_TASK, app, settings_of
@@ -74,6 +74,20 @@ def reinforce(tenant_id: str, relationship_id: str, memory_ids: list[str]) -> in
     scope = scope_of(tenant_id, relationship_id)
     ids = [uuid.UUID(i) for i in memory_ids]
     return run(settings_of(app), lambda r: _reinforce(r, scope, ids))
+
+
+async def _reinforce_all(resources: Resources, entries: list[Entry]) -> int:
+    reinforced = 0
+    for tenant_id, relationship_id, memory_ids in entries:
+        scope = scope_of(tenant_id, relationship_id)
+        reinforced += await _reinforce(resources, scope, [uuid.UUID(i) for i in memory_ids])
+    return reinforced
+
+
+@app.task(name=REINFORCE_BATCH_TASK)
+def reinforce_batch(entries: list[Entry]) -> int:
+    """What one API process recalled in one flush window, per relationship."""
+    return run(settings_of(app), lambda r: _reinforce_all(r, entries))
 
 
 async def _expire(resources: Resources) -> int:

@@ -13,6 +13,7 @@ from tether.core.resources import Resources
 from tether.providers.base import EmbeddingProvider
 from tether.providers.configured import rank_weights
 from tether.recall.hot import PartitionStore
+from tether.recall.reinforcement import ReinforcementBuffer
 from tether.recall.search import SearchService
 from tether.recall.services import Recall
 
@@ -23,7 +24,8 @@ def provide_recall(
     store: PartitionStore = state.partitions
     embedder: EmbeddingProvider = state.embedder
     settings = resources.settings
-    return Recall(db_session, store, embedder, resources.tasks, rank_weights(settings), settings)
+    reinforcement: ReinforcementBuffer = state.reinforcement
+    return Recall(db_session, store, embedder, reinforcement, rank_weights(settings), settings)
 
 
 def provide_search_service(

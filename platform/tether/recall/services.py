@@ -16,21 +16,18 @@ import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.ids import RelationshipScope
-from tether.core.background import spawn
 from tether.core.instruments import record_recall
 from tether.core.settings import Settings
-from tether.core.tasks import QueueUnavailable, TaskQueue
 from tether.core.telemetry import annotate, traced
 from tether.providers.base import EmbeddingProvider, ProviderError
 from tether.recall.hot import LoadedPartition, PartitionRecord, PartitionStore
 from tether.recall.ranker import Explanation, rank
+from tether.recall.reinforcement import ReinforcementBuffer
 from tether.recall.schemas import ExplanationRead, SearchHit
 from tether.recall.text import tokenize
 from tether.recall.weights import RankWeights
 
 log = logging.getLogger(__name__)
-
-REINFORCE_TASK = "memories.reinforce"
 
 
 @dataclass(slots=True)
@@ -88,14 +85,14 @@ class Recall:
         session: AsyncSession,
         store: PartitionStore,
         embedder: EmbeddingProvider,
-        tasks: TaskQueue,
+        reinforcement: ReinforcementBuffer,
         weights: RankWeights,
         settings: Settings,
     ) -> None:
         self._session = session
         self._store = store
         self._embedder = embedder
-        self._tasks = tasks
+        self._reinforcement = reinforcement
         self._weights = weights
         self._settings = settings
 
@@ -161,7 +158,7 @@ class Recall:
             attributes={"tether.recall.tier": result.tier, "tether.recall.hits": len(result.hits)},
         )
         if result.hits:
-            spawn(self._reinforce(scope, [r.id for r, _ in result.hits]), "reinforcement")
+            self._reinforcement.add(scope, (r.id for r, _ in result.hits))
         return result
 
     @traced("recall.rank")
@@ -197,10 +194,3 @@ class Recall:
             allowed=allowed,
         )
         return [(records[key], e) for key, e in ranked]
-
-    async def _reinforce(self, scope: RelationshipScope, ids: list[uuid.UUID]) -> None:
-        args = [str(scope.tenant_id), str(scope.relationship_id), [str(i) for i in ids]]
-        try:
-            await self._tasks.send(REINFORCE_TASK, args)
-        except QueueUnavailable:
-            log.info("reinforcement skipped: the queue is away")
