@@ -7,7 +7,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from pgvector.sqlalchemy import Vector
+from pgvector.sqlalchemy import HALFVEC
 from sqlalchemy import (
     Boolean,
     DateTime,
@@ -77,7 +77,8 @@ class Memory(Base):
     exclusive: Mapped[bool] = mapped_column(Boolean, server_default="false")
     content: Mapped[str] = mapped_column(Text)
     tokens: Mapped[list[str]] = mapped_column(ARRAY(Text))
-    embedding: Mapped[Any | None] = mapped_column(Vector())
+    # float16: half the bytes, and the row stays under TOAST's threshold (0007).
+    embedding: Mapped[Any | None] = mapped_column(HALFVEC())
     embedding_model: Mapped[str | None] = mapped_column(String(64))
     embedding_dim: Mapped[int | None] = mapped_column(Integer)
     importance: Mapped[float] = mapped_column(Float)

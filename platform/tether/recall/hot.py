@@ -212,8 +212,8 @@ def _index(
 
 
 def _vectors(raw: Sequence[bytes | None]) -> tuple[Vector | None, npt.NDArray[np.bool_]]:
-    """Rows of pgvector's binary form (dimension int16, unused int16, big-endian
-    float32s) stacked into one matrix, zero rows where a memory has none."""
+    """Rows of pgvector's halfvec binary form (dimension int16, unused int16, big-endian
+    float16s) stacked into one float32 matrix, zero rows where a memory has none."""
     has_vector = np.fromiter((r is not None for r in raw), np.bool_, len(raw))
     present = [r for r in raw if r is not None]
     if not present:
@@ -222,7 +222,7 @@ def _vectors(raw: Sequence[bytes | None]) -> tuple[Vector | None, npt.NDArray[np
     if any(len(r) != width for r in present):
         raise ValueError("vectors of different dimensions in one partition")
     rows = np.frombuffer(b"".join(present), dtype=np.uint8).reshape(len(present), width)
-    values = rows[:, 4:].copy().view(">f4").astype(np.float32)
+    values = rows[:, 4:].copy().view(">f2").astype(np.float32)
     matrix = np.zeros((len(raw), values.shape[1]), dtype=np.float32)
     matrix[has_vector] = values
     return matrix, has_vector
@@ -462,7 +462,7 @@ class PartitionStore:
         """The partition's vectors in ``records`` order (zero rows where none is usable).
         Usually the same rows in the same order; a write in between is matched by id."""
         usable = (Memory.embedding.is_not(None)) & self._usable()
-        vector = case((usable, func.vector_send(Memory.embedding)), else_=None)
+        vector = case((usable, func.halfvec_send(Memory.embedding)), else_=None)
         connection = await session.connection()
         rows = (await connection.execute(self._partition(select(Memory.id, vector), scope))).all()
         if [row[0] for row in rows] == [r.id for r in records]:
