@@ -120,3 +120,55 @@ def test_factory_refuses_a_dimension_the_offline_model_does_not_have() -> None:
 def test_batch_size_must_be_positive() -> None:
     with pytest.raises(ValueError, match="batch_size"):
         OfflineEmbeddingProvider(batch_size=0)
+
+
+async def test_concurrent_queries_are_merged_and_each_gets_its_own_vector(
+    provider: OfflineEmbeddingProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queries = [f"问题{i}: what did we eat in city number {i}?" for i in range(12)]
+    alone = [(await provider.embed([q]))[0] for q in queries]
+    encodes: list[int] = []
+    real = offline._encode_batch
+
+    def counting(texts: list[str]) -> np.ndarray:
+        encodes.append(len(texts))
+        return real(texts)
+
+    monkeypatch.setattr(offline, "_encode_batch", counting)
+    together = await asyncio.gather(*(provider.embed([q]) for q in queries))
+    # Requests that arrive before the encode thread is free go in one encode.
+    assert sum(encodes) == 12
+    assert len(encodes) <= 2
+    for own, merged in zip(alone, together, strict=True):
+        assert merged.shape == (1, 512)
+        np.testing.assert_allclose(merged[0], own, atol=1e-5)
+
+
+async def test_a_caller_that_gives_up_does_not_disturb_the_others(
+    provider: OfflineEmbeddingProvider,
+) -> None:
+    first = asyncio.ensure_future(provider.embed(["running now"]))
+    await asyncio.sleep(0)
+    doomed = asyncio.ensure_future(provider.embed(["abandoned"]))
+    kept = asyncio.ensure_future(provider.embed(["kept"]))
+    await asyncio.sleep(0)
+    doomed.cancel()
+    vectors = await kept
+    assert vectors.shape == (1, 512)
+    assert (await first).shape == (1, 512)
+    assert doomed.cancelled()
+
+
+async def test_an_encoder_failure_reaches_every_merged_caller(
+    provider: OfflineEmbeddingProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(texts: list[str]) -> np.ndarray:
+        raise RuntimeError("the model failed")
+
+    monkeypatch.setattr(offline, "_encode_batch", broken)
+    outcomes = await asyncio.gather(
+        *(provider.embed([f"q{i}"]) for i in range(5)), return_exceptions=True
+    )
+    assert all(isinstance(o, RuntimeError) for o in outcomes)
+    monkeypatch.undo()
+    assert (await provider.embed(["works again"])).shape == (1, 512)

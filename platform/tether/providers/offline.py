@@ -69,6 +69,67 @@ def _encode_batch(texts: list[str]) -> Vectors:
     return unit
 
 
+# Requests of at most this many texts (queries) are merged while the encode thread is
+# busy: one encode of 8 queries costs 5 ms here, eight encodes of one 9.4 ms.
+SMALL_REQUEST = 4
+MAX_MERGED = 32
+
+
+class _QueryBatcher:
+    """Merges the small encode requests that arrive while an encode is running into
+    the next encode. An idle process encodes a request at once (no waiting window):
+    merging only happens under load, where it saves CPU."""
+
+    def __init__(self) -> None:
+        self._pending: list[tuple[list[str], asyncio.Future[Vectors]]] = []
+        self._drainer: asyncio.Future[None] | None = None
+
+    async def encode(self, texts: list[str]) -> Vectors:
+        future: asyncio.Future[Vectors] = asyncio.get_running_loop().create_future()
+        self._pending.append((texts, future))
+        if self._drainer is None:
+            self._drainer = asyncio.ensure_future(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        live: list[tuple[list[str], asyncio.Future[Vectors]]] = []
+        try:
+            while self._pending:
+                taken, size = 0, 0
+                while taken < len(self._pending) and size < MAX_MERGED:
+                    size += len(self._pending[taken][0])
+                    taken += 1
+                batch, self._pending = self._pending[:taken], self._pending[taken:]
+                live = [(texts, future) for texts, future in batch if not future.done()]
+                if not live:
+                    continue
+                merged = [text for texts, _ in live for text in texts]
+                try:
+                    vectors = await loop.run_in_executor(_encode_executor(), _encode_batch, merged)
+                except Exception as exc:  # noqa: BLE001 - handed to each caller, not dropped
+                    _fail(live, exc)
+                    continue
+                start = 0
+                for texts, future in live:
+                    if not future.done():  # a caller that gave up (its deadline) is skipped
+                        future.set_result(vectors[start : start + len(texts)])
+                    start += len(texts)
+        except BaseException:  # cancelled (the loop is closing): nobody waits forever
+            for _, future in [*live, *self._pending]:
+                future.cancel()
+            self._pending = []
+            raise
+        finally:
+            self._drainer = None
+
+
+def _fail(waiting: list[tuple[list[str], asyncio.Future[Vectors]]], exc: Exception) -> None:
+    for _, future in waiting:
+        if not future.done():
+            future.set_exception(exc)
+
+
 class OfflineEmbeddingProvider:
     """USE-multilingual-v3 sentence embeddings (512 dimensions, 16 languages incl. Chinese).
 
@@ -81,6 +142,8 @@ class OfflineEmbeddingProvider:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self._batch_size = batch_size
+        # One per event loop: futures belong to the loop that created them.
+        self._batchers: dict[asyncio.AbstractEventLoop, _QueryBatcher] = {}
 
     @property
     def name(self) -> str:
@@ -100,6 +163,14 @@ class OfflineEmbeddingProvider:
         if not texts:
             return np.empty((0, MODEL_DIMENSION), dtype=np.float32)
         loop = asyncio.get_running_loop()
+        if len(texts) <= SMALL_REQUEST:
+            batcher = self._batchers.get(loop)
+            if batcher is None:
+                self._batchers = {
+                    known: b for known, b in self._batchers.items() if not known.is_closed()
+                }
+                batcher = self._batchers[loop] = _QueryBatcher()
+            return await batcher.encode(list(texts))
         executor = _encode_executor()
         size = self._batch_size
         batches = [
