@@ -63,6 +63,19 @@ class ProfileRepository:
         )
         return (await self._session.execute(statement)).scalar_one_or_none()
 
+    async def granted_scopes(self, user_id: uuid.UUID) -> frozenset[str]:
+        """The scopes of the user's current consent (none without one, or withdrawn)."""
+        statement = (
+            select(ConsentRecord.withdrawn, ConsentRecord.scopes)
+            .where(
+                ConsentRecord.tenant_id == self._tenant_id, ConsentRecord.global_user_id == user_id
+            )
+            .order_by(ConsentRecord.id.desc())
+            .limit(1)
+        )
+        row = (await self._session.execute(statement)).first()
+        return frozenset() if row is None or row.withdrawn else frozenset(row.scopes)
+
     async def add_consent(
         self, user_id: uuid.UUID, scopes: list[str], source: str, actor_key_id: uuid.UUID | None
     ) -> ConsentRecord:

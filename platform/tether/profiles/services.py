@@ -32,11 +32,15 @@ def _consent(c: ConsentRecord) -> s.ConsentRead:
     return s.ConsentRead(list(c.scopes), c.source, c.withdrawn, c.actor_key_id, c.created_at)
 
 
+def granted_scopes(consent: ConsentRecord | None) -> frozenset[str]:
+    return frozenset() if consent is None or consent.withdrawn else frozenset(consent.scopes)
+
+
 def shareable(
-    fields: list[GlobalProfileField], consent: ConsentRecord | None, see_sensitive: bool
+    fields: list[GlobalProfileField], granted: frozenset[str], see_sensitive: bool
 ) -> tuple[list[GlobalProfileField], dict[str, str]]:
-    """Split fields into what consent (and sensitivity) lets through and what not, why."""
-    granted = set() if consent is None or consent.withdrawn else set(consent.scopes)
+    """Split fields into what consent (``granted`` scopes) and sensitivity let through
+    and what not, and why."""
     shown, withheld = [], {}
     for f in fields:
         if f.scope not in granted:
@@ -97,7 +101,7 @@ class ProfileService:
         see_sensitive = self._enforcer.decide(self._principal.role.value, SENSITIVE, "read").allowed
         fields = await self._profiles.fields(user_id)
         consent = await self._profiles.current_consent(user_id)
-        shown, withheld = shareable(fields, consent, see_sensitive)
+        shown, withheld = shareable(fields, granted_scopes(consent), see_sensitive)
         await self._audit.record(
             self._principal.tenant_id,
             Actor.of(self._principal),
@@ -146,10 +150,11 @@ class ConsentedProfile:
     ) -> list[GlobalProfileField]:
         if not self._enforcer.decide(self._principal.role.value, OBJECT, "read").allowed:
             return []
-        consent = await self._profiles.current_consent(user_id)
-        if consent is None or consent.withdrawn:
+        # On every context request: only the scopes are read, not the whole record.
+        granted = await self._profiles.granted_scopes(user_id)
+        if not granted:
             return []  # the default: nothing learned elsewhere reaches this relationship
-        shown, _ = shareable(await self._profiles.fields(user_id), consent, see_sensitive=False)
+        shown, _ = shareable(await self._profiles.fields(user_id), granted, see_sensitive=False)
         if shown:
             await AuditLog(self._session).record(
                 self._principal.tenant_id,
