@@ -62,6 +62,10 @@ TOUCH_EVERY_SECONDS = 60.0
 VERSION_TTL_SECONDS = 30 * 24 * 3600
 # Bumped when the blob's layout changes: a blob of another layout is a miss.
 BLOB_FORMAT = 2
+# Background fills running at once per process. Each reads megabytes from Postgres and
+# writes megabytes to Redis; many at once (a burst of cold large partitions) starved the
+# event loop until Redis writes timed out and no copy was stored at all.
+FILLS_AT_ONCE = 2
 
 Vector = npt.NDArray[np.float32]
 FloatArray = npt.NDArray[np.float64]
@@ -254,6 +258,7 @@ class PartitionStore:
             tuple[uuid.UUID, uuid.UUID], asyncio.Future[LoadedPartition | None]
         ] = {}
         self._filling: dict[tuple[uuid.UUID, uuid.UUID], asyncio.Task[None]] = {}
+        self._fill_slots = asyncio.Semaphore(FILLS_AT_ONCE)
         self.stats = TierStats()
 
     @traced("recall.load")
@@ -491,18 +496,22 @@ class PartitionStore:
     ) -> None:
         """Complete a cold read with the partition's vectors and keep it in this process
         and in Redis (off the request that found it cold)."""
-        try:
-            async with tenant_session(sessions, TenantId(scope.tenant_id)) as session:
-                matrix, has_vector = await self._vectors_of(session, scope, cold.records)
-        except SQLAlchemyError as exc:
-            log.warning("hot partition not filled: %s", exc)
-            return
-        index = replace(cold.index, matrix=matrix, has_vector=has_vector)
-        full = replace(cold, index=index, source="hot", similarity=None)
-        # A write since the cold read's version was read replaced the token: this copy is then never
-        # used (local and Redis copies are both checked against the current token).
-        self._remember(scope, full)
-        await self._store(blob_key, full)
+        async with self._fill_slots:
+            version_key, _ = _keys(scope)
+            try:
+                if _text(await self._redis.get(version_key)) != cold.version:
+                    return  # written to while this fill waited: the copy would be stale
+                async with tenant_session(sessions, TenantId(scope.tenant_id)) as session:
+                    matrix, has_vector = await self._vectors_of(session, scope, cold.records)
+            except (SQLAlchemyError, RedisError) as exc:
+                log.warning("hot partition not filled: %s", exc)
+                return
+            index = replace(cold.index, matrix=matrix, has_vector=has_vector)
+            full = replace(cold, index=index, source="hot", similarity=None)
+            # A write after the version check replaced the token: this copy is then never
+            # used (local and Redis copies are both checked against the current token).
+            self._remember(scope, full)
+            await self._store(blob_key, full)
 
     async def _store(self, blob_key: str, partition: LoadedPartition) -> None:
         index = partition.index
