@@ -21,10 +21,10 @@ Server-Timing): p50/p95/p99 of /search and /v1/context for
 - hot: the partition was loaded by earlier requests (in-process copy, or Redis);
 - cold: the first request after the relationship's ``tether:pv`` version token and
   ``tether:hot`` blob were deleted, so it is served from Postgres (Postgres's own
-  buffers stay warm: this is the partition store's cold path, not a cold disk). Cold
-  requests go in rounds, one per sampled relationship, one at a time; after each round
-  the bench waits for the background fills the round started (the hot copies), so a
-  round competes with its own fills but not with the previous round's;
+  buffers stay warm: this is the partition store's cold path, not a cold disk). One at
+  a time: after each, the bench waits for the background fill it started (its hot copy);
+- a cold-large burst: every large relationship invalidated at once, then read back to
+  back at c=1, so each read competes with the fills the earlier ones started;
 for small (5-50 memories) and large relationships; then /v1/context throughput at
 ``--concurrency`` on hot partitions. Every answer is read: ``tier`` (in /search answers)
 verifies the classification and ``degraded`` reasons are counted; the median
@@ -431,20 +431,32 @@ class Bench:
         return [post(path, self.token, body) for path, body in bodies]
 
     def warm(self, endpoint: str, indexes: list[int]) -> None:
-        """Load every partition of ``indexes`` into both tiers (and, likely, every worker)."""
+        """Load every partition of ``indexes`` into both tiers (and, likely, every worker),
+        and wait until the background fills those first reads started are done."""
         load(self.port, self.requests(endpoint, indexes, 3 * len(indexes)), 8)
+        settle(self.redis_client, self.population, indexes)
 
     def hot(self, endpoint: str, indexes: list[int], count: int) -> Seen:
         self.warm(endpoint, indexes)
         return load_seen(self.port, self.requests(endpoint, indexes, count), 1)
 
     def cold(self, endpoint: str, indexes: list[int], count: int) -> Seen:
+        """One cold read at a time, each after the previous one's background fill is done
+        (``burst`` measures them back to back)."""
         seen = Seen()
-        for _ in range(math.ceil(count / len(indexes))):
-            invalidate(self.redis_client, self.population, indexes)
-            requests = self.requests(endpoint, indexes, len(indexes))
-            seen.absorb(load_seen(self.port, requests, 1))
-            settle(self.redis_client, self.population, indexes)
+        for j in range(count):
+            i = indexes[j % len(indexes)]
+            invalidate(self.redis_client, self.population, [i])
+            seen.absorb(load_seen(self.port, self.requests(endpoint, [i], 1), 1))
+            settle(self.redis_client, self.population, [i])
+        return seen
+
+    def burst(self, endpoint: str, indexes: list[int]) -> Seen:
+        """Every partition of ``indexes`` cold at once, then read back to back at c=1: each
+        read competes with the background fills the earlier ones started."""
+        invalidate(self.redis_client, self.population, indexes)
+        seen = load_seen(self.port, self.requests(endpoint, indexes, len(indexes)), 1)
+        settle(self.redis_client, self.population, indexes)
         return seen
 
     def throughput(self, indexes: list[int], concurrency: int, seconds: float) -> Seen:
@@ -519,6 +531,8 @@ def measure(bench: Bench, args: argparse.Namespace) -> dict[str, float]:
             p95[name] = measured.run.pct(measured.run.latencies_ms, 0.95)
             print(measured.summary(name))
             print(bench.timings(endpoint, indexes, temperature == "cold"))
+        burst = bench.burst(endpoint, large)
+        print(burst.summary(f"{endpoint} cold-large burst of {len(large)}"))
     for size, indexes in (("small", hot_small), ("large", large)):
         measured = bench.throughput(indexes, args.concurrency, args.seconds)
         print(measured.summary(f"context hot-{size} throughput (c={args.concurrency})"))
