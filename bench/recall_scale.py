@@ -20,7 +20,7 @@ Measured per N (end to end from one client process, and the server's own time fr
 Server-Timing): p50/p95/p99 of /search and /v1/context for
 - hot: the partition was loaded by earlier requests (in-process copy, or Redis);
 - cold: the first request after the relationship's ``tether:pv`` version token and
-  ``tether:hot`` blob were deleted, so it is served from Postgres (Postgres's own
+  ``tether:hot3`` blob were deleted, so it is served from Postgres (Postgres's own
   buffers stay warm: this is the partition store's cold path, not a cold disk). One at
   a time: after each, the bench waits for the background fill it started (its hot copy);
 - a cold-large burst: every large relationship invalidated at once, then read back to
@@ -59,9 +59,12 @@ from _harness import Run, api_server, load, post, seed, services
 from pgvector.asyncpg import register_vector
 from sqlalchemy import text
 
+from tenancy.ids import RelationshipId, RelationshipScope
 from tether.core.database import create_engine
+from tether.core.ids import TenantId
 from tether.core.settings import Settings
 from tether.providers.offline import MODEL_DIMENSION, MODEL_NAME, OfflineEmbeddingProvider
+from tether.recall.hot import partition_keys
 from tether.recall.text import tokenize, warm_up
 
 Vector = npt.NDArray[np.float32]
@@ -186,6 +189,9 @@ class Population:
     ids: list[uuid.UUID]
     sizes: list[int]
     languages: list[str]
+
+    def scope(self, index: int) -> RelationshipScope:
+        return RelationshipScope(TenantId(self.tenant_id), RelationshipId(self.ids[index]))
 
     def pick(self, low: int, high: int, count: int, rng: random.Random) -> list[int]:
         """Indexes of up to ``count`` relationships with ``low <= size <= high``."""
@@ -326,18 +332,15 @@ BODIES = {"search": search_body, "context": context_body}
 
 def invalidate(client: redis.Redis, population: Population, indexes: list[int]) -> None:
     """Delete the version tokens and hot blobs: the next read of each is cold."""
-    base = f"{population.tenant_id}:"
-    keys = [f"tether:{kind}:{base}{population.ids[i]}" for i in indexes for kind in ("pv", "hot")]
-    client.delete(*keys)
+    client.delete(*(key for i in indexes for key in partition_keys(population.scope(i))))
 
 
 def settle(client: redis.Redis, population: Population, indexes: list[int]) -> None:
     """Wait (up to 10 s) until the background fills the cold reads of ``indexes`` started
     have stored their hot copies, so one round's fills do not run into the next round."""
-    base = f"tether:hot:{population.tenant_id}:"
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        if all(client.exists(f"{base}{population.ids[i]}") for i in indexes):
+        if all(client.exists(partition_keys(population.scope(i))[1]) for i in indexes):
             return
         time.sleep(0.01)
 

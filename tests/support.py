@@ -40,7 +40,7 @@ async def wait_for_hot_copy(redis: Redis, relationship_id: object, seconds: floa
     """After a cold read, the partition is filled into the hot tiers in the background:
     wait until its Redis copy exists (the filling process holds it locally by then)."""
     deadline = time.monotonic() + seconds
-    while not await redis.keys(f"tether:hot:*:{relationship_id}"):
+    while not await redis.keys(f"tether:hot*:*:{relationship_id}"):
         assert time.monotonic() < deadline, f"no hot copy of {relationship_id}"
         await asyncio.sleep(0.02)
 

@@ -519,3 +519,40 @@ async def test_reusing_an_external_id_never_reveals_a_private_note(
     assert answer.status_code == 409
     batch = await client.post(f"{url}/batch", json={"memories": [reuse]}, headers=gateway)
     assert batch.status_code == 409  # not even the note's id
+
+
+async def test_a_private_note_never_surfaces_through_its_neighbours(
+    client: httpx.AsyncClient, make_tenant: Any
+) -> None:
+    """A private note next to ordinary memories in one session neither lends them
+    relevance nor is named in their explanation, and a private summary stays out of the
+    gateway's context."""
+    tenant = await make_tenant()
+    gateway, creator = await asyncio.gather(tenant.key("gateway"), tenant.key("creator", "c-1"))
+    resolved = await client.post("/v1/resolve", json=resolve_body("u-neighbours"), headers=gateway)
+    rid = resolved.json()["relationship_id"]
+    session = {"session_id": "s-1"}
+    memories = [
+        {"content": "We talked about the rainy weather", **session},
+        {"content": "zzquokka escape plan for the gala", "private_to_creator": True, **session},
+        {"content": "Lunch was a bowl of noodles", **session},
+        {"content": "zzquokka gala recap", "memory_type": "summary", "private_to_creator": True},
+    ]
+    url = f"/v1/relationships/{rid}/memories/batch"
+    created = await _ok(client.post(url, json={"memories": memories}, headers=creator))
+    private = {
+        str(item["id"])
+        for item in created["results"]
+        if memories[item["index"]].get("private_to_creator")
+    }
+    search, query = f"/v1/relationships/{rid}/search", {"query": "zzquokka gala", "k": 10}
+    found = await _ok(client.post(search, json=query, headers=gateway))
+    for hit in found["results"]:
+        assert str(hit["id"]) not in private
+        assert hit["explanation"]["neighbour_id"] not in private
+        assert hit["explanation"]["neighbour_boost"] == 0.0
+    own = await _ok(client.post(search, json=query, headers=creator))
+    assert private <= {str(hit["id"]) for hit in own["results"]}  # the creator still finds them
+    body = {"relationship_id": rid, "query": "what happened at the gala?"}
+    context = await _ok(client.post("/v1/context", json=body, headers=gateway))
+    assert "zzquokka" not in context["context"]

@@ -59,7 +59,7 @@ async def _relationship(client, headers, user: str) -> str:
 
 
 async def test_a_failing_embedding_provider_degrades_to_lexical(
-    make_tenant, remote_client, embedding_server
+    make_tenant, remote_client, embedding_server, resources
 ) -> None:
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
@@ -88,6 +88,19 @@ async def test_a_failing_embedding_provider_degrades_to_lexical(
     ).json()
     assert "embedding" in context["degraded"]
     assert "The user plays the cello" in context["context"]
+    # The provider is back but no memory has a vector: a cold read (ranked with
+    # Postgres's distances) and a hot one (in-process vectors) score alike.
+    await wait_for_hot_copy(resources.redis, rid)
+    for key in await resources.redis.keys(f"tether:*:*:{rid}"):  # as an invalidation does
+        await resources.redis.delete(key)
+    cold = (await remote_client.post(search, json={"query": "cello"}, headers=headers)).json()
+    await wait_for_hot_copy(resources.redis, rid)
+    hot = (await remote_client.post(search, json={"query": "cello"}, headers=headers)).json()
+    assert (cold["tier"], hot["tier"]) == ("cold", "local")
+    assert cold["degraded"] == hot["degraded"] == []
+    # (equal up to the decay of the milliseconds between the two requests)
+    cold_scores = [r["score"] for r in cold["results"]]
+    assert cold_scores == pytest.approx([r["score"] for r in hot["results"]], rel=1e-6)
 
 
 async def test_a_healthy_embedding_provider_adds_the_vector_ranking(
@@ -149,7 +162,7 @@ async def test_redis_down_reads_partitions_from_postgres_and_refills_after(
     assert [r["content"] for r in during["results"]] == ["The user's sister lives in Lyon"]
     assert "Lyon" in context["context"]
     # Redis is back (the module's app): an evicted hot partition is rebuilt on demand.
-    for key in await resources.redis.keys("tether:hot:*") + await resources.redis.keys(
+    for key in await resources.redis.keys("tether:hot*") + await resources.redis.keys(
         "tether:pv:*"
     ):
         await resources.redis.delete(key)

@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime
 
 from redis.exceptions import RedisError
+from sqlalchemy.exc import SQLAlchemyError
 
 from tenancy.ids import RelationshipScope
 from tether.core.database import transaction
@@ -77,10 +78,15 @@ def reinforce(tenant_id: str, relationship_id: str, memory_ids: list[str]) -> in
 
 
 async def _reinforce_all(resources: Resources, entries: list[Entry]) -> int:
+    """Each relationship in its own transaction; one that fails does not stop the others
+    (a redelivered batch may reinforce some twice: reinforcement is best effort)."""
     reinforced = 0
     for tenant_id, relationship_id, memory_ids in entries:
         scope = scope_of(tenant_id, relationship_id)
-        reinforced += await _reinforce(resources, scope, [uuid.UUID(i) for i in memory_ids])
+        try:
+            reinforced += await _reinforce(resources, scope, [uuid.UUID(i) for i in memory_ids])
+        except SQLAlchemyError as exc:
+            log.warning("reinforcement of %s failed: %s", relationship_id, exc)
     return reinforced
 
 

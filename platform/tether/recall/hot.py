@@ -66,6 +66,9 @@ BLOB_FORMAT = 3
 # writes megabytes to Redis; many at once (a burst of cold large partitions) starved the
 # event loop until Redis writes timed out and no copy was stored at all.
 FILLS_AT_ONCE = 2
+# Fills waiting for a slot hold their cold partition: past this many, a cold read starts
+# none (the partition is filled by a later read).
+FILLS_WAITING = 32
 
 Vector = npt.NDArray[np.float32]
 FloatArray = npt.NDArray[np.float64]
@@ -148,9 +151,11 @@ _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(_Blob)
 
 
-def _keys(scope: RelationshipScope) -> tuple[str, str]:
+def partition_keys(scope: RelationshipScope) -> tuple[str, str]:
+    """The version token's and the hot blob's Redis keys. The blob's key names its
+    format, so a release that reads another layout never meets it (rolling deploys)."""
     base = f"{scope.tenant_id}:{scope.relationship_id}"
-    return f"tether:pv:{base}", f"tether:hot:{base}"
+    return f"tether:pv:{base}", f"tether:hot{BLOB_FORMAT}:{base}"
 
 
 def _text(raw: bytes | str | None) -> str | None:
@@ -280,7 +285,7 @@ class PartitionStore:
 
         ``query_vector`` is awaited only when the partition is cold: Postgres then ranks
         the vectors by it, and the partition is filled into the hot tiers afterwards."""
-        version_key, blob_key = _keys(scope)
+        version_key, blob_key = partition_keys(scope)
         try:
             version = _text(await self._redis.get(version_key))
             if version is None:
@@ -311,7 +316,7 @@ class PartitionStore:
 
     async def invalidate(self, scope: RelationshipScope) -> None:
         """A memory of this relationship changed (call after commit)."""
-        version_key, blob_key = _keys(scope)
+        version_key, blob_key = partition_keys(scope)
         self._local.pop((scope.tenant_id, scope.relationship_id), None)
         try:
             async with self._redis.pipeline(transaction=True) as pipe:
@@ -437,6 +442,8 @@ class PartitionStore:
         lengths = np.fromiter((row[14] for row in rows), np.int64, len(rows))
         tokens = " ".join(row[13] for row in rows if row[14]).split(" ") if lengths.any() else []
         params = Bm25Params(k1=self._weights.bm25_k1, b=self._weights.bm25_b)
+        if len(tokens) != int(lengths.sum()):  # a token with a space or a NULL: row by row
+            return Bm25Index.build([row[13].split(" ") if row[13] else [] for row in rows], params)
         return Bm25Index.build_flat(tokens, lengths, params)
 
     @traced("recall.cold")
@@ -452,7 +459,9 @@ class PartitionStore:
         vector = await query_vector
         distance: ColumnElement[Any] = literal(None)
         if vector is not None:
-            usable = (Memory.embedding.is_not(None)) & self._usable()
+            # A vector of another dimension would make Postgres refuse the whole query.
+            usable = self._usable() & (Memory.embedding_dim == len(vector))
+            usable &= Memory.embedding.is_not(None)
             distance = case((usable, Memory.embedding.cosine_distance(vector)), else_=None)
         # Core execution: the ORM's per-row bookkeeping is a third of the time here.
         connection = await session.connection()
@@ -462,10 +471,10 @@ class PartitionStore:
         distances = [row[15] for row in rows]
         has_vector = np.fromiter((d is not None for d in distances), np.bool_, count)
         similarity: Vector | None = None
-        if vector is not None:
-            similarity = 1.0 - np.array(
-                [1.0 if d is None else d for d in distances], dtype=np.float32
-            ).reshape(count)
+        # As the hot path: no usable vector at all means no vector signal (not a zero one).
+        if vector is not None and has_vector.any():
+            cosine = 1.0 - np.array([1.0 if d is None else d for d in distances], np.float32)
+            similarity = np.nan_to_num(cosine, nan=0.0)  # a zero vector's distance is NaN
         built = _index(records, self._bm25(rows), None, has_vector, self._weights)
         return _assemble(records, built, version, "cold", similarity)
 
@@ -487,6 +496,8 @@ class PartitionStore:
         key = (scope.tenant_id, scope.relationship_id)
         if self._sessions is None or key in self._filling:
             return
+        if len(self._filling) >= FILLS_AT_ONCE + FILLS_WAITING:
+            return
         task = spawn(self._fill(self._sessions, scope, cold, blob_key), "hot partition fill")
         self._filling[key] = task
         task.add_done_callback(lambda _: self._filling.pop(key, None))
@@ -505,7 +516,7 @@ class PartitionStore:
         """Complete a cold read with the partition's vectors and keep it in this process
         and in Redis (off the request that found it cold)."""
         async with self._fill_slots:
-            version_key, _ = _keys(scope)
+            version_key, _ = partition_keys(scope)
             try:
                 if _text(await self._redis.get(version_key)) != cold.version:
                     return  # written to while this fill waited: the copy would be stale

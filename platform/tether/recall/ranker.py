@@ -68,6 +68,7 @@ class _Signals:
     importance: FloatArray
     confidence: FloatArray
     final: FloatArray
+    lending: FloatArray  # the relevance a row lends its neighbours
 
 
 def rank(
@@ -90,12 +91,12 @@ def rank(
 
     ``similarity``: the query's cosine to each row, when it was computed elsewhere
     (pgvector, for a partition loaded without its vectors); ``query_vector`` is then
-    unused. ``allowed``: rows the caller may receive (others still lend relevance to
-    their neighbours, as they would in the conversation).
+    unused. ``allowed``: rows the caller may receive; the others are neither returned
+    nor lend relevance to their neighbours.
     """
     if index.size == 0 or k <= 0:
         return []
-    signals = _signals(query_tokens, query_vector, index, now, weights, similarity)
+    signals = _signals(query_tokens, query_vector, index, now, weights, similarity, allowed)
     candidates = signals.relevant | (signals.boost > 0.0)
     if allowed is not None:
         candidates &= allowed
@@ -110,6 +111,7 @@ def _signals(
     now: datetime,
     weights: RankWeights,
     precomputed: npt.NDArray[np.float32] | None,
+    allowed: npt.NDArray[np.bool_] | None,
 ) -> _Signals:
     lexical = index.bm25.scores(query_tokens)
     if precomputed is not None:
@@ -125,13 +127,17 @@ def _signals(
     else:  # the explanation derives each hit's RRF score from its two ranks
         fused = fuse(scaled_lexical(lexical), scaled, weights)
     # Only a memory that is relevant itself lends relevance to its neighbours.
-    boost = neighbour_boost(fused * relevant, index.neighbours, weights.neighbour_weight)
+    # Only a memory the caller may receive lends relevance to its neighbours: a private
+    # note must not surface (nor be named in an explanation) through its neighbour.
+    lenders = relevant if allowed is None else relevant & allowed
+    lending = fused * lenders
+    boost = neighbour_boost(lending, index.neighbours, weights.neighbour_weight)
     decay = time_factor(index.reference_time, index.strength, now.timestamp(), weights)
     importance = quality_factor(index.importance, weights.importance_floor)
     confidence = quality_factor(index.confidence, weights.confidence_floor)
     final = (fused + boost) * decay * importance * confidence
     return _Signals(
-        lexical, similarity, relevant, fused, boost, decay, importance, confidence, final
+        lexical, similarity, relevant, fused, boost, decay, importance, confidence, final, lending
     )
 
 
@@ -188,7 +194,7 @@ def _explain(
         vector_rank = 1 + int(np.count_nonzero(present > similarity))
     neighbour = None
     if signals.boost[row] > 0.0:
-        found = best_neighbour(row, signals.fused, index.neighbours, weights.neighbour_weight)
+        found = best_neighbour(row, signals.lending, index.neighbours, weights.neighbour_weight)
         neighbour = None if found is None else int(index.keys[found])
     return Explanation(
         lexical_rank=lexical_rank,

@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 REINFORCE_TASK = "memories.reinforce"  # one relationship (kept for messages in flight)
 REINFORCE_BATCH_TASK = "memories.reinforce_batch"
 # Relationships per message: bounds a message's size and one task's transaction count.
-MAX_PER_MESSAGE = 500
+MAX_PER_MESSAGE = 100
 
 Entry = tuple[str, str, list[str]]  # tenant id, relationship id, memory ids
 

@@ -143,8 +143,7 @@ class Recall:
             for record, e in result.hits
             if e.neighbour_key is not None
         }
-        if partition.latest_summary is not None:
-            result.latest_summary = partition.records[partition.latest_summary]
+        result.latest_summary = _latest_summary(partition, include_private)
         result.timings_ms = {
             "load": loaded,
             "embed": embedded,
@@ -174,9 +173,7 @@ class Recall:
     ) -> list[tuple[PartitionRecord, Explanation]]:
         now = datetime.now(UTC)
         records = partition.records
-        allowed = partition.expires_at > now.timestamp()
-        if not include_private:
-            allowed &= ~partition.private
+        allowed = _visible(partition, now, include_private)
         if types is not None:
             allowed &= np.fromiter(
                 (r.memory_type in types for r in records), np.bool_, len(records)
@@ -194,3 +191,27 @@ class Recall:
             allowed=allowed,
         )
         return [(records[key], e) for key, e in ranked]
+
+
+def _visible(
+    partition: LoadedPartition, now: datetime, include_private: bool
+) -> npt.NDArray[np.bool_]:
+    """Rows the caller may receive at all: not expired, and private notes only if allowed."""
+    visible = partition.expires_at > now.timestamp()
+    if not include_private:
+        visible &= ~partition.private
+    return visible
+
+
+def _latest_summary(partition: LoadedPartition, include_private: bool) -> PartitionRecord | None:
+    latest = partition.latest_summary
+    if latest is None:
+        return None
+    visible = _visible(partition, datetime.now(UTC), include_private)
+    if visible[latest]:
+        return partition.records[latest]
+    # Rare: the newest summary is private or expired; the newest the caller may see.
+    summaries = [
+        r for i, r in enumerate(partition.records) if visible[i] and r.memory_type == "summary"
+    ]
+    return max(summaries, key=lambda r: r.occurred_at, default=None)

@@ -20,12 +20,14 @@ from tenancy.audit.log import Actor, AuditLog
 from tenancy.errors import UserNotFound
 from tenancy.graph.erasure import UserEraser
 from tenancy.graph.schemas import ErasureResult
+from tenancy.ids import RelationshipId, RelationshipScope
 from tenancy.models import Creator, CreatorPersona, GlobalUser, Relationship, UserFacet
 from tenancy.relationships.directory import card_key
 from tenancy.resolve.cache import resolve_key
 from tenancy.resolve.schemas import PersonaRef, ResolveRequest, UserRef
 from tether.core.ids import TenantId
 from tether.core.unit_of_work import on_commit
+from tether.recall.hot import partition_keys
 
 log = logging.getLogger(__name__)
 
@@ -69,12 +71,8 @@ async def _forget_in_redis(redis: Redis, erased: _Erased) -> None:
     patterns: list[str] = []
     for rid in erased.relationship_ids:
         base = f"{erased.tenant_id}:{rid}"
-        keys += [
-            card_key(erased.tenant_id, rid),
-            f"tether:wm:{base}",
-            f"tether:hot:{base}",
-            f"tether:pv:{base}",
-        ]
+        keys += [card_key(erased.tenant_id, rid), f"tether:wm:{base}"]
+        keys += partition_keys(RelationshipScope(TenantId(erased.tenant_id), RelationshipId(rid)))
         patterns += [f"tether:sess:{base}:*", f"tether:dd:{base}:*", f"tether:idem:{base}:*"]
     try:
         if keys:
