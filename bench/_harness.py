@@ -34,12 +34,21 @@ _LENGTH = re.compile(rb"content-length: (\d+)", re.IGNORECASE)
 
 
 @contextmanager
-def services() -> Iterator[tuple[str, str]]:
-    """Fresh embedded Postgres + Redis in a temp dir, migrated; yields their URLs."""
+def services(shared_buffers: str | None = None) -> Iterator[tuple[str, str]]:
+    """Fresh embedded Postgres + Redis in a temp dir, migrated; yields their URLs.
+
+    ``shared_buffers`` (e.g. "2GB") restarts Postgres with that buffer pool instead of
+    the embedded default (128 MB), as a database server would be sized."""
     with tempfile.TemporaryDirectory(prefix="tb") as tmp:
         postgres, redis = EmbeddedPostgres(Path(tmp)), EmbeddedRedis(Path(tmp))
         try:
             database_url = postgres.start()
+            if shared_buffers:
+                if not re.fullmatch(r"\d+(kB|MB|GB)", shared_buffers):
+                    raise ValueError(f"shared_buffers {shared_buffers!r}: e.g. 2GB")
+                postgres.psql(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}';")
+                postgres.stop()
+                database_url = postgres.start()
             redis_url = redis.start()
             migrate.upgrade(database_url)
             yield database_url, redis_url

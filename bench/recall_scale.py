@@ -491,7 +491,7 @@ def run_scale(n: int, args: argparse.Namespace, pools: Pools | None) -> dict[str
     rng = random.Random(n)
     sizes = relationship_sizes(n, args.large_size, args.large_share, rng)
     p95: dict[str, float] = {}
-    with services() as (database_url, redis_url):
+    with services(args.shared_buffers) as (database_url, redis_url):
         settings = Settings(database_url=database_url, redis_url=redis_url)
         started = time.perf_counter()
         token = asyncio.run(seed(database_url, redis_url, len(sizes), min(100, len(sizes))))
@@ -555,6 +555,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--vectors", choices=("template", "random"), default="template")
+    parser.add_argument(
+        "--shared-buffers", default=None, help="Postgres buffer pool, e.g. 2GB (default 128MB)"
+    )
     args = parser.parse_args()
     scales = [int(n) for n in args.memories.split(",")]
     warm_up()
@@ -564,6 +567,7 @@ def main() -> None:
         f"# {args.workers} API workers, vectors: "
         + ("real USE-m embeddings of 64 sentences per template" if pools else "random unit")
         + f"; latency classes at c=1, {args.requests} requests each; 1 client process"
+        + f"; Postgres shared_buffers {args.shared_buffers or '128MB (embedded default)'}"
     )
     results = {n: run_scale(n, args, pools) for n in scales}
     base = scales[0]
