@@ -210,7 +210,7 @@ def _index(
         (_seconds(r.last_recalled_at, -np.inf) for r in records), np.float64, count
     )
     return PartitionIndex.from_columns(
-        tokens=(),
+        bm25=bm25,
         keys=np.arange(count, dtype=np.int64),
         matrix=matrix,
         has_vector=has_vector,
@@ -223,8 +223,7 @@ def _index(
         # neighbours in the order they happened; others stand alone.
         groups=[r.group for r in records],
         ordinals=np.arange(count, dtype=np.int64),
-        weights=weights,
-        bm25=bm25,
+        window=weights.neighbour_window,
     )
 
 

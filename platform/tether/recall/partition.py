@@ -88,10 +88,13 @@ class PartitionIndex:
             bm25: an index already built over the same docs, in the same order, to reuse
                 when only recall statistics changed.
         """
+        if bm25 is None:
+            params = Bm25Params(k1=weights.bm25_k1, b=weights.bm25_b)
+            bm25 = Bm25Index.build([doc.tokens for doc in docs], params)
         matrix, has_vector = _stack_vectors(docs)
         ordinals = [doc.ordinal if doc.ordinal is not None else -1 for doc in docs]
         return cls.from_columns(
-            tokens=[doc.tokens for doc in docs],
+            bm25=bm25,
             keys=np.fromiter((doc.key for doc in docs), np.int64, len(docs)),
             matrix=matrix,
             has_vector=has_vector,
@@ -101,15 +104,14 @@ class PartitionIndex:
             reference_time=_floats((_reference_time(doc) for doc in docs), len(docs)),
             groups=[doc.group if doc.ordinal is not None else None for doc in docs],
             ordinals=np.asarray(ordinals, dtype=np.int64),
-            weights=weights,
-            bm25=bm25,
+            window=weights.neighbour_window,
         )
 
     @classmethod
     def from_columns(
         cls,
         *,
-        tokens: Sequence[Sequence[str]],
+        bm25: Bm25Index,
         keys: npt.NDArray[np.int64],
         matrix: npt.NDArray[np.float32] | None,
         has_vector: npt.NDArray[np.bool_],
@@ -119,14 +121,11 @@ class PartitionIndex:
         reference_time: FloatArray,
         groups: Sequence[str | None],
         ordinals: npt.NDArray[np.int64],
-        weights: RankWeights,
-        bm25: Bm25Index | None = None,
+        window: int,
     ) -> PartitionIndex:
-        """Prepare a partition given as columns (row ``i`` of each is one memory): the
-        partition store's path, which never builds a ``RankDoc`` per memory."""
-        if bm25 is None:
-            params = Bm25Params(k1=weights.bm25_k1, b=weights.bm25_b)
-            bm25 = Bm25Index.build(tokens, params)
+        """Assemble a partition given as columns (row ``i`` of each is one memory) around
+        its built BM25 index: the partition store's path, which never builds a
+        ``RankDoc`` per memory. ``window``: the neighbour window."""
         return cls(
             keys=keys,
             bm25=bm25,
@@ -136,7 +135,7 @@ class PartitionIndex:
             confidence=confidence,
             strength=strength,
             reference_time=reference_time,
-            neighbours=neighbour_table(groups, ordinals, weights.neighbour_window),
+            neighbours=neighbour_table(groups, ordinals, window),
         )
 
 

@@ -137,13 +137,15 @@ class Recall:
         if vector is None:
             result.degraded.append("embedding")
         ranking_started = time.perf_counter()
-        result.hits = self._rank(partition, tokens, vector, k, types, layers, include_private)
+        now = datetime.now(UTC)
+        visible = _visible(partition, now, include_private)
+        result.hits = self._rank(partition, tokens, vector, k, types, layers, visible, now)
         result.neighbours = {
             record.id: partition.records[e.neighbour_key].id
             for record, e in result.hits
             if e.neighbour_key is not None
         }
-        result.latest_summary = _latest_summary(partition, include_private)
+        result.latest_summary = _latest_summary(partition, visible)
         result.timings_ms = {
             "load": loaded,
             "embed": embedded,
@@ -169,11 +171,11 @@ class Recall:
         k: int,
         types: Sequence[str] | None,
         layers: Sequence[str] | None,
-        include_private: bool,
+        visible: npt.NDArray[np.bool_],
+        now: datetime,
     ) -> list[tuple[PartitionRecord, Explanation]]:
-        now = datetime.now(UTC)
         records = partition.records
-        allowed = _visible(partition, now, include_private)
+        allowed = visible.copy()
         if types is not None:
             allowed &= np.fromiter(
                 (r.memory_type in types for r in records), np.bool_, len(records)
@@ -203,11 +205,12 @@ def _visible(
     return visible
 
 
-def _latest_summary(partition: LoadedPartition, include_private: bool) -> PartitionRecord | None:
+def _latest_summary(
+    partition: LoadedPartition, visible: npt.NDArray[np.bool_]
+) -> PartitionRecord | None:
     latest = partition.latest_summary
     if latest is None:
         return None
-    visible = _visible(partition, datetime.now(UTC), include_private)
     if visible[latest]:
         return partition.records[latest]
     # Rare: the newest summary is private or expired; the newest the caller may see.
