@@ -58,6 +58,7 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
         recall.local_partitions,
         app.state.embedder.name,
         resources.sessions,
+        recall.snapshot_min_memories,
     )
     app.state.reinforcement = ReinforcementBuffer(resources.tasks, recall.reinforce_flush_seconds)
     watch(lambda: app.state.partitions.stats.hit_rate, resources.settings.require_broker_url())

@@ -8,6 +8,7 @@ from tether.knowledge import models as knowledge_models
 from tether.memories import models as memory_models
 from tether.personas import models as persona_models
 from tether.profiles import models as profile_models
+from tether.recall import models as recall_models
 from tether.turns import models as turn_models
 
 metadata = Base.metadata
@@ -19,6 +20,7 @@ __all__ = [
     "metadata",
     "persona_models",
     "profile_models",
+    "recall_models",
     "tenancy_models",
     "turn_models",
 ]

@@ -148,6 +148,8 @@ class RecallSettings(BaseModel):
     hot_ttl_seconds: int = Field(default=1800, ge=10)
     # Decoded partitions each API process keeps in memory (checked against Redis).
     local_partitions: int = Field(default=512, ge=0)
+    # Partitions at least this large keep a snapshot in Postgres for cold reads (0011).
+    snapshot_min_memories: int = Field(default=500, ge=1)
     # Recalled memories are reinforced in one task per process this often.
     reinforce_flush_seconds: float = Field(default=1.0, gt=0, le=60)
 

@@ -8,12 +8,13 @@ TTL refreshed on use; a miss or an eviction rebuilds from Postgres, which has ev
 When Redis is away, partitions are read from Postgres and this process's copies are
 dropped (their freshness can no longer be checked).
 
-A cold read serves the request without moving vectors: Postgres (pgvector) computes the
-query's cosine similarity to every memory of the partition, and only those numbers leave
-it with the texts and tokens. The full partition, vectors included, is then loaded in the
-background and stored in both upper tiers for the requests that follow. The Redis copy
-holds the built index (BM25 postings, neighbour table, float16 vectors) as flat arrays,
-so another process decodes it without re-indexing.
+A cold read (cold.py) serves the request without moving vectors: Postgres (pgvector)
+computes the query's cosine similarity to every memory of the partition, from a stored
+snapshot of a large partition or from its rows. The full partition, vectors included, is
+then loaded in the background and stored in both upper tiers for the requests that
+follow (and a large partition read from rows gets its snapshot). The Redis copy holds
+the built index (BM25 postings, float16 vectors) as flat arrays, so another process
+decodes it without re-indexing.
 """
 
 from __future__ import annotations
@@ -24,19 +25,13 @@ import secrets
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from typing import Any
 
-import msgspec
-import numpy as np
-import numpy.typing as npt
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from sqlalchemy import ColumnElement, case, func, literal, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -46,10 +41,9 @@ from tether.core.ids import TenantId
 from tether.core.redis_client import as_bytes
 from tether.core.telemetry import traced
 from tether.core.tenant_sessions import tenant_session
-from tether.memories.models import Memory
-from tether.memories.repositories import active_now
-from tether.recall.bm25 import Bm25Index, Bm25Params, Bm25Parts
-from tether.recall.partition import PartitionIndex
+from tether.recall import encoding
+from tether.recall.cold import ColdReader
+from tether.recall.loaded import LoadedPartition, Vector, assemble, build_index
 from tether.recall.weights import RankWeights
 
 log = logging.getLogger(__name__)
@@ -69,61 +63,6 @@ FILLS_AT_ONCE = 2
 # Fills waiting for a slot hold their cold partition: past this many, a cold read starts
 # none (the partition is filled by a later read).
 FILLS_WAITING = 32
-
-Vector = npt.NDArray[np.float32]
-FloatArray = npt.NDArray[np.float64]
-
-
-class PartitionRecord(msgspec.Struct, array_like=True, frozen=True, gc=False):
-    """One memory of a partition. Nothing in it is tracked by the garbage collector: the
-    id is kept as its 16 bytes (``uuid.UUID`` objects are tracked, and a process holding
-    fifty 5,000-memory partitions made every full collection walk 250,000 of them)."""
-
-    key: bytes  # the memory's id, uuid.UUID(bytes=key)
-    external_id: str | None
-    content: str
-    memory_type: str
-    layer: str
-    occurred_at: datetime
-    expires_at: datetime | None
-    importance: float
-    confidence: float
-    strength: float
-    last_recalled_at: datetime | None
-    private_to_creator: bool
-    group: str | None
-
-    @property
-    def id(self) -> uuid.UUID:
-        return uuid.UUID(bytes=self.key)
-
-
-class _Blob(msgspec.Struct, array_like=True):
-    layout: str  # BLOB_FORMAT and the ranking parameters the index was built with
-    version: str
-    records: list[PartitionRecord]
-    terms: list[str]
-    offsets: bytes  # int64
-    postings: bytes  # int32 document rows
-    weights: bytes  # float32
-    dimension: int
-    vectors: bytes  # float16 rows, zero rows where a memory has no vector
-    has_vector: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class LoadedPartition:
-    """A partition ready to rank. ``similarity`` is set on a cold read only: the query's
-    cosine to each row, computed by Postgres (``index.matrix`` is then None)."""
-
-    records: list[PartitionRecord]
-    index: PartitionIndex
-    version: str
-    source: str  # "local" | "hot" | "cold"
-    expires_at: FloatArray  # POSIX seconds, inf for never
-    private: npt.NDArray[np.bool_]
-    latest_summary: int | None
-    similarity: Vector | None = None
 
 
 @dataclass(slots=True)
@@ -147,10 +86,6 @@ class TierStats:
         return None if total == 0 else (self.local + self.hot) / total
 
 
-_encoder = msgspec.msgpack.Encoder()
-_decoder = msgspec.msgpack.Decoder(_Blob)
-
-
 def partition_keys(scope: RelationshipScope) -> tuple[str, str]:
     """The version token's and the hot blob's Redis keys. The blob's key names its
     format, so a release that reads another layout never meets it (rolling deploys)."""
@@ -166,84 +101,6 @@ def _layout(weights: RankWeights) -> str:
     return f"{BLOB_FORMAT}:{weights.bm25_k1}:{weights.bm25_b}"
 
 
-def _floats(records: Sequence[PartitionRecord], field: str) -> FloatArray:
-    return np.fromiter((getattr(r, field) for r in records), np.float64, len(records))
-
-
-def _seconds(moment: datetime | None, default: float) -> float:
-    return default if moment is None else moment.timestamp()
-
-
-def _assemble(
-    records: list[PartitionRecord],
-    index: PartitionIndex,
-    version: str,
-    source: str,
-    similarity: Vector | None = None,
-) -> LoadedPartition:
-    count = len(records)
-    summaries = [i for i, r in enumerate(records) if r.memory_type == "summary"]
-    return LoadedPartition(
-        records=records,
-        index=index,
-        version=version,
-        source=source,
-        expires_at=np.fromiter(
-            (_seconds(r.expires_at, np.inf) for r in records), np.float64, count
-        ),
-        private=np.fromiter((r.private_to_creator for r in records), np.bool_, count),
-        latest_summary=max(summaries, key=lambda i: records[i].occurred_at, default=None),
-        similarity=similarity,
-    )
-
-
-def _index(
-    records: list[PartitionRecord],
-    bm25: Bm25Index,
-    matrix: Vector | None,
-    has_vector: npt.NDArray[np.bool_],
-    weights: RankWeights,
-) -> PartitionIndex:
-    count = len(records)
-    occurred = np.fromiter((r.occurred_at.timestamp() for r in records), np.float64, count)
-    recalled = np.fromiter(
-        (_seconds(r.last_recalled_at, -np.inf) for r in records), np.float64, count
-    )
-    return PartitionIndex.from_columns(
-        bm25=bm25,
-        keys=np.arange(count, dtype=np.int64),
-        matrix=matrix,
-        has_vector=has_vector,
-        importance=_floats(records, "importance"),
-        confidence=_floats(records, "confidence"),
-        strength=_floats(records, "strength"),
-        # A recall restarts the forgetting curve.
-        reference_time=np.maximum(occurred, recalled),
-        # One session's memories (extracted from it, or imported with its id) are
-        # neighbours in the order they happened; others stand alone.
-        groups=[r.group for r in records],
-        ordinals=np.arange(count, dtype=np.int64),
-        window=weights.neighbour_window,
-    )
-
-
-def _vectors(raw: Sequence[bytes | None]) -> tuple[Vector | None, npt.NDArray[np.bool_]]:
-    """Rows of pgvector's halfvec binary form (dimension int16, unused int16, big-endian
-    float16s) stacked into one float32 matrix, zero rows where a memory has none."""
-    has_vector = np.fromiter((r is not None for r in raw), np.bool_, len(raw))
-    present = [r for r in raw if r is not None]
-    if not present:
-        return None, has_vector
-    width = len(present[0])
-    if any(len(r) != width for r in present):
-        raise ValueError("vectors of different dimensions in one partition")
-    rows = np.frombuffer(b"".join(present), dtype=np.uint8).reshape(len(present), width)
-    values = rows[:, 4:].copy().view(">f2").astype(np.float32)
-    matrix = np.zeros((len(raw), values.shape[1]), dtype=np.float32)
-    matrix[has_vector] = values
-    return matrix, has_vector
-
-
 class PartitionStore:
     def __init__(
         self,
@@ -253,12 +110,14 @@ class PartitionStore:
         local_capacity: int,
         embedding_model: str | None = None,
         sessions: async_sessionmaker[AsyncSession] | None = None,
+        snapshot_min_memories: int | None = None,
     ) -> None:
         """``sessions``: where background fills after a cold read get their own
-        session; without it (workers, the CLI) nothing is filled."""
-        # Vectors of another model (before `tether reindex` ran) are not comparable
-        # with query vectors: those memories rank lexically until reindexed.
-        self._model = embedding_model
+        session; without it (workers, the CLI) nothing is filled, and no snapshot is
+        stored. ``snapshot_min_memories``: the smallest partition that gets one."""
+        self._cold = ColdReader(
+            weights, embedding_model, snapshot_min_memories if sessions is not None else None
+        )
         self._redis = redis
         self._weights = weights
         self._layout = _layout(weights)
@@ -307,8 +166,8 @@ class PartitionStore:
                 # can be trusted any more. A slow read alone says nothing about them.
                 self._local.clear()
             self.stats.cold += 1
-            return await self._cold(session, scope, query_vector, "unverified"), True
-        cold = await self._cold(session, scope, query_vector, version)
+            return await self._read_cold(session, scope, query_vector, "unverified"), True
+        cold = await self._read_cold(session, scope, query_vector, version)
         self.stats.cold += 1
         self._fill_later(scope, cold, blob_key)
         return cold, False
@@ -371,125 +230,22 @@ class PartitionStore:
 
     async def _from_redis(self, blob_key: str, version: str) -> LoadedPartition | None:
         raw = await self._redis.getex(blob_key, ex=self._ttl)
-        if raw is None:
+        blob = None if raw is None else encoding.decode(as_bytes(raw))
+        if blob is None or blob.version != version or blob.layout != self._layout:
             return None
-        try:
-            blob = _decoder.decode(as_bytes(raw))
-        except msgspec.DecodeError:
-            return None  # another release's layout: rebuilt from Postgres
-        if blob.version != version or blob.layout != self._layout:
-            return None
-        count = len(blob.records)
-        matrix: Vector | None = None
-        has_vector = np.frombuffer(blob.has_vector, dtype=np.bool_)
-        if blob.dimension and count:
-            halves = np.frombuffer(blob.vectors, dtype=np.float16)
-            matrix = halves.reshape(count, blob.dimension).astype(np.float32)
-        bm25 = Bm25Index.from_parts(
-            Bm25Parts(
-                blob.terms,
-                np.frombuffer(blob.offsets, dtype=np.int64),
-                np.frombuffer(blob.postings, dtype=np.int32),
-                np.frombuffer(blob.weights, dtype=np.float32),
-                count,
-            )
+        built = build_index(
+            blob.records, blob.bm25(), blob.matrix(), blob.has_vectors(), self._weights
         )
-        built = _index(blob.records, bm25, matrix, has_vector, self._weights)
-        return _assemble(blob.records, built, version, "hot")
+        return assemble(blob.records, built, version, "hot")
 
-    @staticmethod
-    def _columns(*extra: ColumnElement[Any]) -> Any:
-        return select(
-            Memory.id,
-            Memory.external_id,
-            Memory.content,
-            Memory.memory_type,
-            Memory.layer,
-            Memory.occurred_at,
-            Memory.expires_at,
-            Memory.importance,
-            Memory.confidence,
-            Memory.strength,
-            Memory.last_recalled_at,
-            Memory.private_to_creator,
-            Memory.source_session_id,
-            # One string and a count, not an array: SQLAlchemy's per-element array
-            # processing cost more than the whole query on a 5,000-memory partition.
-            func.array_to_string(Memory.tokens, " "),
-            func.coalesce(func.cardinality(Memory.tokens), 0),
-            *extra,
-        )
-
-    def _usable(self) -> ColumnElement[bool]:
-        if self._model is None:
-            return literal(True)
-        return Memory.embedding_model == self._model
-
-    @staticmethod
-    def _partition(statement: Any, scope: RelationshipScope) -> Any:
-        """``statement`` narrowed to the partition's active memories, in their order."""
-        return statement.where(
-            Memory.relationship_id == scope.relationship_id,
-            Memory.tenant_id == scope.tenant_id,
-            Memory.deleted_at.is_(None),
-            *active_now(datetime.now(UTC)),
-        ).order_by(Memory.occurred_at, Memory.id)
-
-    def _bm25(self, rows: Sequence[Any]) -> Bm25Index:
-        """The BM25 index of rows from :meth:`_columns`: their tokens in one split (a
-        stored token never holds a space; the counts check it)."""
-        lengths = np.fromiter((row[14] for row in rows), np.int64, len(rows))
-        tokens = " ".join(row[13] for row in rows if row[14]).split(" ") if lengths.any() else []
-        params = Bm25Params(k1=self._weights.bm25_k1, b=self._weights.bm25_b)
-        if len(tokens) != int(lengths.sum()):  # a token with a space or a NULL: row by row
-            return Bm25Index.build([row[13].split(" ") if row[13] else [] for row in rows], params)
-        return Bm25Index.build_flat(tokens, lengths, params)
-
-    @traced("recall.cold")
-    async def _cold(
+    async def _read_cold(
         self,
         session: AsyncSession,
         scope: RelationshipScope,
         query_vector: Awaitable[Vector | None],
         version: str,
     ) -> LoadedPartition:
-        """The partition for one query, without its vectors: pgvector computes the
-        query's cosine distance to each memory and only those numbers come back."""
-        vector = await query_vector
-        distance: ColumnElement[Any] = literal(None)
-        if vector is not None:
-            # A vector of another dimension would make Postgres refuse the whole query.
-            usable = self._usable() & (Memory.embedding_dim == len(vector))
-            usable &= Memory.embedding.is_not(None)
-            distance = case((usable, Memory.embedding.cosine_distance(vector)), else_=None)
-        # Core execution: the ORM's per-row bookkeeping is a third of the time here.
-        connection = await session.connection()
-        rows = (await connection.execute(self._partition(self._columns(distance), scope))).all()
-        records = [PartitionRecord(row[0].bytes, *row[1:13]) for row in rows]
-        count = len(rows)
-        distances = [row[15] for row in rows]
-        has_vector = np.fromiter((d is not None for d in distances), np.bool_, count)
-        similarity: Vector | None = None
-        # As the hot path: no usable vector at all means no vector signal (not a zero one).
-        if vector is not None and has_vector.any():
-            cosine = 1.0 - np.array([1.0 if d is None else d for d in distances], np.float32)
-            similarity = np.nan_to_num(cosine, nan=0.0)  # a zero vector's distance is NaN
-        built = _index(records, self._bm25(rows), None, has_vector, self._weights)
-        return _assemble(records, built, version, "cold", similarity)
-
-    async def _vectors_of(
-        self, session: AsyncSession, scope: RelationshipScope, records: list[PartitionRecord]
-    ) -> tuple[Vector | None, npt.NDArray[np.bool_]]:
-        """The partition's vectors in ``records`` order (zero rows where none is usable).
-        Usually the same rows in the same order; a write in between is matched by id."""
-        usable = (Memory.embedding.is_not(None)) & self._usable()
-        vector = case((usable, func.halfvec_send(Memory.embedding)), else_=None)
-        connection = await session.connection()
-        rows = (await connection.execute(self._partition(select(Memory.id, vector), scope))).all()
-        if [row[0].bytes for row in rows] == [r.key for r in records]:
-            return _vectors([row[1] for row in rows])
-        found = {row[0].bytes: row[1] for row in rows}
-        return _vectors([found.get(r.key) for r in records])
+        return await self._cold.read(session, scope, await query_vector, version)
 
     def _fill_later(self, scope: RelationshipScope, cold: LoadedPartition, blob_key: str) -> None:
         key = (scope.tenant_id, scope.relationship_id)
@@ -520,34 +276,32 @@ class PartitionStore:
                 if _text(await self._redis.get(version_key)) != cold.version:
                     return  # written to while this fill waited: the copy would be stale
                 async with tenant_session(sessions, TenantId(scope.tenant_id)) as session:
-                    matrix, has_vector = await self._vectors_of(session, scope, cold.records)
+                    matrix, has_vector = await self._cold.vectors(session, scope, cold.records)
             except (SQLAlchemyError, RedisError) as exc:
                 log.warning("hot partition not filled: %s", exc)
                 return
             index = replace(cold.index, matrix=matrix, has_vector=has_vector)
-            full = replace(cold, index=index, source="hot", similarity=None)
+            full = replace(cold, index=index, source="hot", similarity=None, row_versions=None)
             # A write after the version check replaced the token: this copy is then never
             # used (local and Redis copies are both checked against the current token).
             self._remember(scope, full)
             await self._store(blob_key, full)
+            try:
+                await self._cold.store_snapshot(sessions, scope, cold)
+            except SQLAlchemyError as exc:
+                log.warning("partition snapshot not stored: %s", exc)
 
     async def _store(self, blob_key: str, partition: LoadedPartition) -> None:
         index = partition.index
-        matrix = index.matrix
-        bm25 = index.bm25.parts()
-        blob = _Blob(
-            layout=self._layout,
-            version=partition.version,
-            records=partition.records,
-            terms=bm25.terms,
-            offsets=bm25.offsets.tobytes(),
-            postings=bm25.docs.tobytes(),
-            weights=bm25.weights.tobytes(),
-            dimension=0 if matrix is None else int(matrix.shape[1]),
-            vectors=b"" if matrix is None else matrix.astype(np.float16).tobytes(),
-            has_vector=index.has_vector.tobytes(),
+        blob = encoding.encode(
+            self._layout,
+            partition.version,
+            partition.records,
+            index.bm25,
+            index.matrix,
+            index.has_vector,
         )
         try:
-            await self._redis.set(blob_key, _encoder.encode(blob), ex=self._ttl)
+            await self._redis.set(blob_key, blob, ex=self._ttl)
         except RedisError as exc:
             log.warning("hot partition not stored: %s", exc)

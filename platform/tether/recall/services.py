@@ -20,7 +20,8 @@ from tether.core.instruments import record_recall
 from tether.core.settings import Settings
 from tether.core.telemetry import annotate, traced
 from tether.providers.base import EmbeddingProvider, ProviderError
-from tether.recall.hot import LoadedPartition, PartitionRecord, PartitionStore
+from tether.recall.hot import PartitionStore
+from tether.recall.loaded import LoadedPartition, PartitionRecord
 from tether.recall.ranker import Explanation, rank
 from tether.recall.reinforcement import ReinforcementBuffer
 from tether.recall.schemas import ExplanationRead, SearchHit

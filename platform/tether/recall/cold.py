@@ -1,0 +1,311 @@
+"""Cold reads: a partition from Postgres, when neither this process nor Redis has it.
+
+Two ways, both without moving vectors (pgvector computes the query's cosine distance to
+each memory and only those numbers come back):
+
+- from a snapshot (large partitions): the encoded records and BM25 postings of the
+  partition, stored by an earlier read, plus one aggregate over the rows that returns
+  their ids, distances and recall statistics. The snapshot is used only if the ids are
+  exactly those it holds, in the same order; statistics are taken from the rows.
+- from rows: every active memory with its tokens, indexed here.
+
+A snapshot is stored after a read from rows (in the background, see hot.py) only if the
+rows still have the same ids and versions (``xmin``) under an advisory lock that every
+write which changes what a snapshot holds also takes; a trigger then deletes it on such
+writes (migration 0008). See decision 0011.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    LargeBinary,
+    Text,
+    case,
+    cast,
+    func,
+    literal,
+    literal_column,
+    select,
+)
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
+
+from tenancy.ids import RelationshipScope
+from tether.core.ids import TenantId
+from tether.core.telemetry import traced
+from tether.core.tenant_sessions import tenant_transaction
+from tether.memories.models import Memory
+from tether.memories.repositories import active_now
+from tether.recall import encoding
+from tether.recall.bm25 import Bm25Index, Bm25Params
+from tether.recall.loaded import (
+    STATISTICS,
+    LoadedPartition,
+    PartitionRecord,
+    Vector,
+    assemble,
+    build_index,
+    similarity_of,
+    stack_vectors,
+)
+from tether.recall.models import PartitionSnapshot
+from tether.recall.weights import RankWeights
+
+log = logging.getLogger(__name__)
+
+# pg_advisory_xact_lock(LOCK_CLASS, hashtext(relationship_id::text) & LOCK_BUCKETS):
+# shared by writes that drop snapshots, exclusive while one is stored (migration 0008).
+LOCK_CLASS = 7301
+LOCK_BUCKETS = 255
+# The memory columns a snapshot holds or is filtered by: a write changing any of them
+# deletes the relationship's snapshot (the trigger of migration 0008 lists the same).
+SNAPSHOT_COLUMNS = (
+    "relationship_id",
+    "tenant_id",
+    "content",
+    "tokens",
+    "external_id",
+    "memory_type",
+    "layer",
+    "occurred_at",
+    "private_to_creator",
+    "source_session_id",
+    "is_active",
+    "superseded_by",
+    "deleted_at",
+)
+# Bumped when the snapshot body's layout changes.
+SNAPSHOT_FORMAT = 1
+
+
+def _row_version() -> ColumnElement[bytes]:
+    """A row's id and the transaction that wrote its current version: 24 bytes that
+    change with any update of the row."""
+    xmin = cast(cast(literal_column("xmin"), Text), BigInteger)
+    return func.uuid_send(Memory.id, type_=LargeBinary).op("||", return_type=LargeBinary)(
+        func.int8send(xmin, type_=LargeBinary)
+    )
+
+
+def _partition(statement: Any, scope: RelationshipScope) -> Any:
+    """``statement`` narrowed to the partition's active memories, in their order."""
+    return statement.where(
+        Memory.relationship_id == scope.relationship_id,
+        Memory.tenant_id == scope.tenant_id,
+        Memory.deleted_at.is_(None),
+        *active_now(datetime.now(UTC)),
+    ).order_by(Memory.occurred_at, Memory.id)
+
+
+def _with_statistics(record: PartitionRecord, statistics: tuple[Any, ...]) -> PartitionRecord:
+    return msgspec.structs.replace(record, **dict(zip(STATISTICS, statistics, strict=True)))
+
+
+class ColdReader:
+    def __init__(
+        self,
+        weights: RankWeights,
+        embedding_model: str | None,
+        snapshot_min_memories: int | None,
+    ) -> None:
+        """``snapshot_min_memories``: partitions at least this large get a snapshot
+        (None: snapshots are read but never stored, as in workers and the CLI)."""
+        self._weights = weights
+        # Vectors of another model (before `tether reindex` ran) are not comparable
+        # with query vectors: those memories rank lexically until reindexed.
+        self._model = embedding_model
+        self._snapshot_min = snapshot_min_memories
+        self._params = Bm25Params(k1=weights.bm25_k1, b=weights.bm25_b)
+        self.snapshot_layout = f"snapshot{SNAPSHOT_FORMAT}:{weights.bm25_k1}:{weights.bm25_b}"
+
+    def _usable(self) -> ColumnElement[bool]:
+        usable = Memory.embedding.is_not(None)
+        return usable if self._model is None else usable & (Memory.embedding_model == self._model)
+
+    def _distance(self, vector: Vector | None) -> ColumnElement[Any]:
+        if vector is None:
+            return literal(None)
+        # A vector of another dimension would make Postgres refuse the whole query.
+        usable = self._usable() & (Memory.embedding_dim == len(vector))
+        return case((usable, Memory.embedding.cosine_distance(vector)), else_=None)
+
+    @traced("recall.cold")
+    async def read(
+        self,
+        session: AsyncSession,
+        scope: RelationshipScope,
+        vector: Vector | None,
+        version: str,
+    ) -> LoadedPartition:
+        # Core execution on the request's connection: the ORM's per-row bookkeeping was
+        # a third of the time here, and a second connection per request deadlocked a
+        # full pool.
+        connection = await session.connection()
+        snapshot = await self._from_snapshot(connection, scope, vector, version)
+        if snapshot is not None:
+            return snapshot
+        return await self._from_rows(connection, scope, vector, version)
+
+    async def _from_snapshot(
+        self,
+        connection: AsyncConnection,
+        scope: RelationshipScope,
+        vector: Vector | None,
+        version: str,
+    ) -> LoadedPartition | None:
+        body = await connection.scalar(
+            select(PartitionSnapshot.body).where(
+                PartitionSnapshot.relationship_id == scope.relationship_id,
+                PartitionSnapshot.tenant_id == scope.tenant_id,
+                PartitionSnapshot.layout == self.snapshot_layout,
+            )
+        )
+        encoded = None if body is None else encoding.decode(body)
+        if encoded is None:
+            return None
+        rows = _partition(
+            select(
+                Memory.id,
+                self._distance(vector).label("distance"),
+                *(getattr(Memory, name).label(name) for name in STATISTICS),
+            ),
+            scope,
+        ).subquery()
+        # One row of arrays: every aggregate reads the rows in the same order, and the
+        # ids say whether that order is the snapshot's.
+        current = (
+            await connection.execute(
+                select(
+                    func.string_agg(
+                        func.uuid_send(rows.c.id, type_=LargeBinary),
+                        literal(b"", LargeBinary),
+                        type_=LargeBinary,
+                    ),
+                    func.array_agg(rows.c.distance),
+                    *(func.array_agg(rows.c[name]) for name in STATISTICS),
+                )
+            )
+        ).one()
+        records = encoded.records
+        if (current[0] or b"") != b"".join(r.key for r in records):
+            return None  # changed since (the trigger deletes it; this is its race)
+        statistics = list(zip(*current[2:], strict=True)) if records else []
+        records = [
+            r if r.statistics == now else _with_statistics(r, now)
+            for r, now in zip(records, statistics, strict=True)
+        ]
+        similarity, has_vector = similarity_of(current[1] or [], vector is not None)
+        index = build_index(records, encoded.bm25(), None, has_vector, self._weights)
+        return assemble(records, index, version, "snapshot", similarity)
+
+    @staticmethod
+    def _columns(*extra: ColumnElement[Any]) -> Any:
+        return select(
+            Memory.id,
+            Memory.external_id,
+            Memory.content,
+            Memory.memory_type,
+            Memory.layer,
+            Memory.occurred_at,
+            Memory.expires_at,
+            Memory.importance,
+            Memory.confidence,
+            Memory.strength,
+            Memory.last_recalled_at,
+            Memory.private_to_creator,
+            Memory.source_session_id,
+            # One string and a count, not an array: SQLAlchemy's per-element array
+            # processing cost more than the whole query on a 5,000-memory partition.
+            func.array_to_string(Memory.tokens, " "),
+            func.coalesce(func.cardinality(Memory.tokens), 0),
+            *extra,
+        )
+
+    def _bm25(self, rows: Sequence[Any]) -> Bm25Index:
+        """The BM25 index of rows from :meth:`_columns`: their tokens in one split (a
+        stored token never holds a space; the counts check it)."""
+        lengths = np.fromiter((row[14] for row in rows), np.int64, len(rows))
+        tokens = " ".join(row[13] for row in rows if row[14]).split(" ") if lengths.any() else []
+        if len(tokens) != int(lengths.sum()):  # a token with a space or a NULL: row by row
+            return Bm25Index.build(
+                [row[13].split(" ") if row[13] else [] for row in rows], self._params
+            )
+        return Bm25Index.build_flat(tokens, lengths, self._params)
+
+    async def _from_rows(
+        self,
+        connection: AsyncConnection,
+        scope: RelationshipScope,
+        vector: Vector | None,
+        version: str,
+    ) -> LoadedPartition:
+        wants_snapshot = self._snapshot_min is not None
+        extra = [self._distance(vector)] + ([_row_version()] if wants_snapshot else [])
+        rows = (await connection.execute(_partition(self._columns(*extra), scope))).all()
+        records = [PartitionRecord(row[0].bytes, *row[1:13]) for row in rows]
+        similarity, has_vector = similarity_of([row[15] for row in rows], vector is not None)
+        row_versions = None
+        if self._snapshot_min is not None and len(rows) >= self._snapshot_min:
+            row_versions = b"".join(row[16] for row in rows)
+        index = build_index(records, self._bm25(rows), None, has_vector, self._weights)
+        return assemble(records, index, version, "cold", similarity, row_versions)
+
+    async def vectors(
+        self, session: AsyncSession, scope: RelationshipScope, records: list[PartitionRecord]
+    ) -> tuple[Vector | None, npt.NDArray[np.bool_]]:
+        """The partition's vectors in ``records`` order (zero rows where none is usable).
+        Usually the same rows in the same order; a write in between is matched by id."""
+        vector = case((self._usable(), func.halfvec_send(Memory.embedding)), else_=None)
+        connection = await session.connection()
+        rows = (await connection.execute(_partition(select(Memory.id, vector), scope))).all()
+        if [row[0].bytes for row in rows] == [r.key for r in records]:
+            return stack_vectors([row[1] for row in rows])
+        found = {row[0].bytes: row[1] for row in rows}
+        return stack_vectors([found.get(r.key) for r in records])
+
+    async def store_snapshot(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        scope: RelationshipScope,
+        partition: LoadedPartition,
+    ) -> bool:
+        """Store ``partition`` (read from rows) as the relationship's snapshot, if its
+        rows are unchanged; False if they changed or a write holds the lock."""
+        if partition.row_versions is None:
+            return False
+        async with tenant_transaction(sessions, TenantId(scope.tenant_id)) as session:
+            bucket = func.hashtext(str(scope.relationship_id)).op("&")(LOCK_BUCKETS)
+            lock = func.pg_try_advisory_xact_lock(LOCK_CLASS, bucket)
+            if not await session.scalar(select(lock)):
+                return False
+            rows = _partition(select(_row_version().label("v")), scope).subquery()
+            current = await session.scalar(
+                select(func.string_agg(rows.c.v, literal(b"", LargeBinary), type_=LargeBinary))
+            )
+            if current != partition.row_versions:
+                return False
+            body = encoding.encode(
+                self.snapshot_layout, "", partition.records, partition.index.bm25, None, None
+            )
+            values = {
+                "layout": self.snapshot_layout,
+                "memories": len(partition.records),
+                "body": body,
+                "built_at": func.now(),
+            }
+            await session.execute(
+                insert(PartitionSnapshot)
+                .values(relationship_id=scope.relationship_id, tenant_id=scope.tenant_id, **values)
+                .on_conflict_do_update(index_elements=["relationship_id"], set_=values)
+            )
+        return True

@@ -1,0 +1,172 @@
+"""A relationship's partition as the ranker takes it: its memories' records and the
+index built over them. Built by every tier of the partition store (hot.py) from rows,
+a Postgres snapshot or a Redis copy (cold.py, encoding.py)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from tether.recall.bm25 import Bm25Index
+from tether.recall.partition import PartitionIndex
+from tether.recall.weights import RankWeights
+
+Vector = npt.NDArray[np.float32]
+FloatArray = npt.NDArray[np.float64]
+
+
+class PartitionRecord(msgspec.Struct, array_like=True, frozen=True, gc=False):
+    """One memory of a partition. Nothing in it is tracked by the garbage collector: the
+    id is kept as its 16 bytes (``uuid.UUID`` objects are tracked, and a process holding
+    fifty 5,000-memory partitions made every full collection walk 250,000 of them)."""
+
+    key: bytes  # the memory's id, uuid.UUID(bytes=key)
+    external_id: str | None
+    content: str
+    memory_type: str
+    layer: str
+    occurred_at: datetime
+    expires_at: datetime | None
+    importance: float
+    confidence: float
+    strength: float
+    last_recalled_at: datetime | None
+    private_to_creator: bool
+    group: str | None
+
+    @property
+    def id(self) -> uuid.UUID:
+        return uuid.UUID(bytes=self.key)
+
+    @property
+    def statistics(self) -> tuple[float, float, float, datetime | None, datetime | None]:
+        """What recalls and upkeep change in place (a snapshot does not hold these)."""
+        return (
+            self.importance,
+            self.confidence,
+            self.strength,
+            self.last_recalled_at,
+            self.expires_at,
+        )
+
+
+# The fields of PartitionRecord.statistics, in order.
+STATISTICS = ("importance", "confidence", "strength", "last_recalled_at", "expires_at")
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedPartition:
+    """A partition ready to rank. ``similarity`` is set on a cold read only: the query's
+    cosine to each row, computed by Postgres (``index.matrix`` is then None).
+    ``row_versions``: on a read from rows, each row's id and ``xmin``, which a snapshot
+    built from these records must still match when it is stored."""
+
+    records: list[PartitionRecord]
+    index: PartitionIndex
+    version: str
+    source: str  # "local" | "hot" | "snapshot" | "cold"
+    expires_at: FloatArray  # POSIX seconds, inf for never
+    private: npt.NDArray[np.bool_]
+    latest_summary: int | None
+    similarity: Vector | None = None
+    row_versions: bytes | None = None
+
+
+def _floats(records: Sequence[PartitionRecord], field: str) -> FloatArray:
+    return np.fromiter((getattr(r, field) for r in records), np.float64, len(records))
+
+
+def _seconds(moment: datetime | None, default: float) -> float:
+    return default if moment is None else moment.timestamp()
+
+
+def assemble(
+    records: list[PartitionRecord],
+    index: PartitionIndex,
+    version: str,
+    source: str,
+    similarity: Vector | None = None,
+    row_versions: bytes | None = None,
+) -> LoadedPartition:
+    count = len(records)
+    summaries = [i for i, r in enumerate(records) if r.memory_type == "summary"]
+    return LoadedPartition(
+        records=records,
+        index=index,
+        version=version,
+        source=source,
+        expires_at=np.fromiter(
+            (_seconds(r.expires_at, np.inf) for r in records), np.float64, count
+        ),
+        private=np.fromiter((r.private_to_creator for r in records), np.bool_, count),
+        latest_summary=max(summaries, key=lambda i: records[i].occurred_at, default=None),
+        similarity=similarity,
+        row_versions=row_versions,
+    )
+
+
+def build_index(
+    records: list[PartitionRecord],
+    bm25: Bm25Index,
+    matrix: Vector | None,
+    has_vector: npt.NDArray[np.bool_],
+    weights: RankWeights,
+) -> PartitionIndex:
+    count = len(records)
+    occurred = np.fromiter((r.occurred_at.timestamp() for r in records), np.float64, count)
+    recalled = np.fromiter(
+        (_seconds(r.last_recalled_at, -np.inf) for r in records), np.float64, count
+    )
+    return PartitionIndex.from_columns(
+        bm25=bm25,
+        keys=np.arange(count, dtype=np.int64),
+        matrix=matrix,
+        has_vector=has_vector,
+        importance=_floats(records, "importance"),
+        confidence=_floats(records, "confidence"),
+        strength=_floats(records, "strength"),
+        # A recall restarts the forgetting curve.
+        reference_time=np.maximum(occurred, recalled),
+        # One session's memories (extracted from it, or imported with its id) are
+        # neighbours in the order they happened; others stand alone.
+        groups=[r.group for r in records],
+        ordinals=np.arange(count, dtype=np.int64),
+        window=weights.neighbour_window,
+    )
+
+
+def similarity_of(
+    distances: Sequence[float | None], has_query: bool
+) -> tuple[Vector | None, npt.NDArray[np.bool_]]:
+    """Postgres's cosine distances (None where a memory has no usable vector) as
+    similarities, and which rows have a vector. No usable vector at all means no vector
+    signal (as on the hot path), not a zero one."""
+    count = len(distances)
+    has_vector = np.fromiter((d is not None for d in distances), np.bool_, count)
+    if not has_query or not has_vector.any():
+        return None, has_vector
+    cosine = 1.0 - np.array([1.0 if d is None else d for d in distances], np.float32)
+    return np.nan_to_num(cosine, nan=0.0), has_vector  # a zero vector's distance is NaN
+
+
+def stack_vectors(raw: Sequence[bytes | None]) -> tuple[Vector | None, npt.NDArray[np.bool_]]:
+    """Rows of pgvector's halfvec binary form (dimension int16, unused int16, big-endian
+    float16s) stacked into one float32 matrix, zero rows where a memory has none."""
+    has_vector = np.fromiter((r is not None for r in raw), np.bool_, len(raw))
+    present = [r for r in raw if r is not None]
+    if not present:
+        return None, has_vector
+    width = len(present[0])
+    if any(len(r) != width for r in present):
+        raise ValueError("vectors of different dimensions in one partition")
+    rows = np.frombuffer(b"".join(present), dtype=np.uint8).reshape(len(present), width)
+    values = rows[:, 4:].copy().view(">f2").astype(np.float32)
+    matrix = np.zeros((len(raw), values.shape[1]), dtype=np.float32)
+    matrix[has_vector] = values
+    return matrix, has_vector

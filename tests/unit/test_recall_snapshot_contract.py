@@ -1,0 +1,43 @@
+"""The snapshot trigger (migration 0008) and the cold reader (tether.recall.cold) agree:
+same lock, and the trigger drops a snapshot on a change of every column it holds."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import msgspec
+
+from tether.recall import cold
+from tether.recall.loaded import STATISTICS, PartitionRecord
+
+MIGRATION = Path(__file__).parents[2] / "migrations" / "versions" / "0008_recall_snapshots.py"
+# PartitionRecord fields read from a column of another name.
+COLUMN_OF = {"key": "id", "group": "source_session_id"}
+
+
+def _migration() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("migration_0008", MIGRATION)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_trigger_and_the_reader_share_the_lock_and_the_columns() -> None:
+    migration = _migration()
+    assert (migration.LOCK_CLASS, migration.LOCK_BUCKETS) == (cold.LOCK_CLASS, cold.LOCK_BUCKETS)
+    assert tuple(migration.SNAPSHOT_COLUMNS) == cold.SNAPSHOT_COLUMNS
+    for column in cold.SNAPSHOT_COLUMNS:
+        assert f"o.{column}" in migration.FORGET
+        assert f"n.{column}" in migration.FORGET
+
+
+def test_every_record_field_is_either_guarded_by_the_trigger_or_read_from_the_rows() -> None:
+    fields = [COLUMN_OF.get(f.name, f.name) for f in msgspec.structs.fields(PartitionRecord)]
+    unguarded = set(fields) - set(cold.SNAPSHOT_COLUMNS) - set(STATISTICS) - {"id"}
+    assert unguarded == set()
+    # Statistics are not guarded: a snapshot is patched with them on every read.
+    assert not set(STATISTICS) & set(cold.SNAPSHOT_COLUMNS)
