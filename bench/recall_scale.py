@@ -22,7 +22,11 @@ Server-Timing): p50/p95/p99 of /search and /v1/context for
 - cold: the first request after the relationship's ``tether:pv`` version token and
   ``tether:hot3`` blob were deleted, so it is served from Postgres (Postgres's own
   buffers stay warm: this is the partition store's cold path, not a cold disk). One at
-  a time: after each, the bench waits for the background fill it started (its hot copy);
+  a time: after each, the bench waits for the background fill it started (its hot copy).
+  A large partition that was read before has a snapshot in Postgres (decision 0011) and
+  is read from it (tier "snapshot"), as after an eviction from Redis;
+- cold from rows (large only): the snapshot deleted too, as on the first read after a
+  memory of the relationship changed (tier "cold");
 - a cold-large burst: every large relationship invalidated at once, then read back to
   back at c=1, so each read competes with the fills the earlier ones started;
 for small (5-50 memories) and large relationships; then /v1/context throughput at
@@ -51,6 +55,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+import asyncpg
 import httpx
 import numpy as np
 import numpy.typing as npt
@@ -330,6 +335,24 @@ def context_body(population: Population, i: int, rng: random.Random) -> tuple[st
 BODIES = {"search": search_body, "context": context_body}
 
 
+async def _drop_snapshot(database_url: str, relationship_id: uuid.UUID) -> None:
+    """Delete the snapshot, first waiting (up to 10 s) for the one the previous read's
+    background fill stores, so it does not land after the delete."""
+    connection = await asyncpg.connect(database_url)
+    query = "SELECT count(*) FROM recall_snapshots WHERE relationship_id = $1"
+    try:
+        deadline = time.monotonic() + 10
+        while not await connection.fetchval(query, relationship_id):
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.01)
+        await connection.execute(
+            "DELETE FROM recall_snapshots WHERE relationship_id = $1", relationship_id
+        )
+    finally:
+        await connection.close()
+
+
 def invalidate(client: redis.Redis, population: Population, indexes: list[int]) -> None:
     """Delete the version tokens and hot blobs: the next read of each is cold."""
     client.delete(*(key for i in indexes for key in partition_keys(population.scope(i))))
@@ -426,6 +449,7 @@ class Bench:
     population: Population
     redis_client: redis.Redis
     rng: random.Random
+    database_url: str
 
     def requests(self, endpoint: str, indexes: list[int], count: int) -> list[bytes]:
         make = BODIES[endpoint]
@@ -443,13 +467,15 @@ class Bench:
         self.warm(endpoint, indexes)
         return load_seen(self.port, self.requests(endpoint, indexes, count), 1)
 
-    def cold(self, endpoint: str, indexes: list[int], count: int) -> Seen:
+    def cold(self, endpoint: str, indexes: list[int], count: int, rows: bool = False) -> Seen:
         """One cold read at a time, each after the previous one's background fill is done
-        (``burst`` measures them back to back)."""
+        (``burst`` measures them back to back); ``rows``: without a snapshot."""
         seen = Seen()
         for j in range(count):
             i = indexes[j % len(indexes)]
             invalidate(self.redis_client, self.population, [i])
+            if rows:
+                asyncio.run(_drop_snapshot(self.database_url, self.population.ids[i]))
             seen.absorb(load_seen(self.port, self.requests(endpoint, [i], 1), 1))
             settle(self.redis_client, self.population, [i])
         return seen
@@ -510,7 +536,8 @@ def run_scale(n: int, args: argparse.Namespace, pools: Pools | None) -> dict[str
             f" on {os.cpu_count()} CPUs (other processes share them)"
         )
         with api_server(database_url, redis_url, args.workers) as port:
-            bench = Bench(port, token, population, redis.Redis.from_url(redis_url), rng)
+            client = redis.Redis.from_url(redis_url)
+            bench = Bench(port, token, population, client, rng, database_url)
             p95 |= measure(bench, args)
     return p95
 
@@ -534,6 +561,10 @@ def measure(bench: Bench, args: argparse.Namespace) -> dict[str, float]:
             p95[name] = measured.run.pct(measured.run.latencies_ms, 0.95)
             print(measured.summary(name))
             print(bench.timings(endpoint, indexes, temperature == "cold"))
+        rows = bench.cold(endpoint, large, args.cold_large_requests, rows=True)
+        name = f"{endpoint} cold-large from rows"
+        p95[name] = rows.run.pct(rows.run.latencies_ms, 0.95)
+        print(rows.summary(name))
         burst = bench.burst(endpoint, large)
         print(burst.summary(f"{endpoint} cold-large burst of {len(large)}"))
     for size, indexes in (("small", hot_small), ("large", large)):

@@ -46,9 +46,14 @@ def services_for(resources: Resources) -> WorkerServices:
         _services.clear()
         _services[pid] = WorkerServices(
             _embedder(settings),
-            # A worker never ranks, it only invalidates: no local partition copies.
+            # A worker never ranks, it only invalidates (and rebuilds snapshots after
+            # its writes): no local partition copies, no background work.
             PartitionStore(
-                resources.redis, rank_weights(settings), settings.recall.hot_ttl_seconds, 0
+                resources.redis,
+                rank_weights(settings),
+                settings.recall.hot_ttl_seconds,
+                0,
+                snapshot_min_memories=settings.recall.snapshot_min_memories,
             ),
             chat_provider(settings),
         )

@@ -20,6 +20,7 @@ from tether.core.settings import Settings
 from tether.core.tenant_sessions import tenant_session
 from tether.providers.configured import rank_weights
 from tether.recall.cold import ColdReader
+from tether.recall.hot import PartitionStore
 
 pytestmark = pytest.mark.integration
 
@@ -84,8 +85,9 @@ async def _search(client: Any, headers: dict[str, str], rid: str, query: str) ->
 async def _snapshot_then_evict(
     client: Any, headers: dict[str, str], resources: Resources, rid: str
 ) -> None:
+    # The batch's write started a rebuild in the background: from rows or from it.
     first = await _search(client, headers, rid, "cello")
-    assert first["tier"] == "cold"
+    assert first["tier"] in {"cold", "snapshot"}
     await wait_for_hot_copy(resources.redis, rid)
     await _wait_for_snapshot(resources, rid)
     await _evict(resources, rid)
@@ -130,7 +132,7 @@ async def test_a_small_partition_gets_no_snapshot(client, make_tenant, resources
     assert await _snapshots(resources, rid) == 0
 
 
-async def test_an_edit_drops_the_snapshot_and_the_next_read_has_the_new_text(
+async def test_an_edit_rebuilds_the_snapshot_with_the_new_text(
     client, make_tenant, resources
 ) -> None:
     tenant = await make_tenant()
@@ -143,15 +145,16 @@ async def test_an_edit_drops_the_snapshot_and_the_next_read_has_the_new_text(
         headers=headers,
     )
     assert edited.status_code == 200, edited.text
-    assert await _snapshots(resources, rid) == 0  # in the edit's own transaction
+    # The edit's transaction dropped the snapshot; the API rebuilds it after the commit.
+    await _wait_for_snapshot(resources, rid)
     after = await _search(client, headers, rid, "quartet")
-    assert after["tier"] == "cold"
+    assert after["tier"] == "snapshot"
     assert after["results"][0]["content"] == "The user plays the viola in a string quartet"
     assert all("cello" not in r["content"] for r in after["results"])
 
 
 @pytest.mark.parametrize("change", ["delete", "deactivate", "add"])
-async def test_deleting_deactivating_or_adding_a_memory_drops_the_snapshot(
+async def test_deleting_deactivating_or_adding_a_memory_is_seen_by_the_next_read(
     client, make_tenant, resources, change: str
 ) -> None:
     tenant = await make_tenant()
@@ -168,10 +171,52 @@ async def test_deleting_deactivating_or_adding_a_memory_drops_the_snapshot(
     else:
         response = await client.post(base, json={"content": "用户在学日语"}, headers=headers)
     assert response.status_code < 300, response.text
-    assert await _snapshots(resources, rid) == 0
-    contents = [r["content"] for r in (await _search(client, headers, rid, "Lyon 日语"))["results"]]
+    await _wait_for_snapshot(resources, rid)  # rebuilt after the write
+    found = await _search(client, headers, rid, "Lyon 日语")
+    assert found["tier"] == "snapshot"
+    contents = [r["content"] for r in found["results"]]
     assert ("The user's sister lives in Lyon" in contents) == (change == "add")
     assert ("用户在学日语" in contents) == (change == "add")
+
+
+# Direct SQL (no invalidation, so no rebuild): what the trigger must drop a snapshot for.
+CHANGES = {
+    "content": "UPDATE memories SET content = 'changed' WHERE id = :id",
+    "tokens": "UPDATE memories SET tokens = ARRAY['changed'] WHERE id = :id",
+    "type": (
+        "UPDATE memories SET memory_type = CASE memory_type WHEN 'fact' THEN 'preference' "
+        "ELSE 'fact' END WHERE id = :id"
+    ),
+    "occurred": "UPDATE memories SET occurred_at = occurred_at - interval '1 day' WHERE id = :id",
+    "private": "UPDATE memories SET private_to_creator = true WHERE id = :id",
+    "group": "UPDATE memories SET source_session_id = 's-9' WHERE id = :id",
+    "deactivate": "UPDATE memories SET is_active = false WHERE id = :id",
+    "soft delete": "UPDATE memories SET deleted_at = now() WHERE id = :id",
+    "hard delete": "DELETE FROM memories WHERE id = :id",
+    "insert": (
+        "INSERT INTO memories (relationship_id, id, tenant_id, memory_type, layer, polarity, "
+        "content, tokens, importance, confidence, occurred_at, origin) SELECT "
+        "relationship_id, gen_random_uuid(), tenant_id, memory_type, layer, polarity, "
+        "'another', tokens, importance, confidence, occurred_at, origin FROM memories "
+        "WHERE id = :id"
+    ),
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+async def test_the_trigger_drops_the_snapshot_when_what_it_holds_changes(
+    client, make_tenant, resources, change: str
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid, ids = await _large(client, headers, f"trigger-{change}")
+    await _snapshot_then_evict(client, headers, resources, rid)
+    async with resources.sessions() as session, session.begin():
+        await session.execute(text(CHANGES[change]), {"id": ids[0]})
+    assert await _snapshots(resources, rid) == 0
+    # Read from rows, and the snapshot is stored again by the background fill.
+    assert (await _search(client, headers, rid, "cello"))["tier"] == "cold"
+    await _wait_for_snapshot(resources, rid)
 
 
 async def test_recall_statistics_keep_the_snapshot_and_are_read_from_the_rows(
@@ -198,10 +243,7 @@ async def test_recall_statistics_keep_the_snapshot_and_are_read_from_the_rows(
     from_snapshot = await _search(client, headers, rid, "爬山 cello")
     assert from_snapshot["tier"] == "snapshot"
     # The same read from rows (no snapshot) ranks identically.
-    async with resources.sessions() as session, session.begin():
-        await session.execute(
-            text("DELETE FROM recall_snapshots WHERE relationship_id = :r"), {"r": rid}
-        )
+    await _drop_snapshot(resources, rid)
     await _evict(resources, rid)
     from_rows = await _search(client, headers, rid, "爬山 cello")
     assert from_rows["tier"] == "cold"
@@ -219,9 +261,18 @@ async def test_recall_statistics_keep_the_snapshot_and_are_read_from_the_rows(
     assert climbing(from_snapshot)["decay"] < climbing(before)["decay"]
 
 
+async def _drop_snapshot(resources: Resources, rid: str) -> None:
+    async with resources.sessions() as session, session.begin():
+        await session.execute(
+            text("DELETE FROM recall_snapshots WHERE relationship_id = :r"), {"r": rid}
+        )
+
+
 async def _cold_read(
     settings: Settings, resources: Resources, tenant_id: uuid.UUID, rid: str
 ) -> tuple[ColdReader, RelationshipScope, Any]:
+    """A read from rows (the snapshot, if any, deleted first)."""
+    await _drop_snapshot(resources, rid)
     reader = ColdReader(rank_weights(settings), None, 3)
     scope = RelationshipScope(TenantId(tenant_id), RelationshipId(uuid.UUID(rid)))
     async with tenant_session(resources.sessions, TenantId(tenant_id)) as session:
@@ -237,6 +288,7 @@ async def test_a_snapshot_is_not_stored_from_rows_that_changed_since_or_under_a_
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
     rid, ids = await _large(client, headers, "snap-race")
+    await _wait_for_snapshot(resources, rid)  # the batch's rebuild is done
     reader, scope, partition = await _cold_read(settings, resources, tenant.id, rid)
     # Any change of a row since the read (here only its statistics) refuses the store.
     async with resources.sessions() as session, session.begin():
@@ -285,3 +337,69 @@ async def test_another_tenant_sees_no_snapshot_and_cannot_be_served_one(
         f"/v1/relationships/{rid}/search", json={"query": "cello"}, headers=other_headers
     )
     assert denied.status_code == 404
+
+
+async def test_a_worker_rebuilds_a_dropped_snapshot_of_a_large_partition_only(
+    settings: Settings, client, make_tenant, resources
+) -> None:
+    # As workers/services.py builds it: no sessions of its own, so no background work.
+    store = PartitionStore(resources.redis, rank_weights(settings), 60, 0, snapshot_min_memories=3)
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid, _ = await _large(client, headers, "snap-worker")
+    await _wait_for_snapshot(resources, rid)
+    scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
+    assert not await store.refresh_snapshot(resources.sessions, scope)  # it has one
+    await _drop_snapshot(resources, rid)
+    assert await store.refresh_snapshot(resources.sessions, scope)
+    assert await _snapshots(resources, rid) == 1
+    small = PartitionStore(resources.redis, rank_weights(settings), 60, 0, None, None, 100)
+    await _drop_snapshot(resources, rid)
+    assert not await small.refresh_snapshot(resources.sessions, scope)  # 6 < 100
+    assert await _snapshots(resources, rid) == 0
+
+
+async def _held_in_snapshots(resources: Resources, rid: str, words: str) -> int:
+    """The relationship's snapshots whose bytes hold ``words`` (texts are UTF-8 inside
+    msgpack)."""
+    async with resources.sessions() as session:
+        found = await session.scalar(
+            text(
+                "SELECT count(*) FROM recall_snapshots WHERE relationship_id = :r "
+                "AND position(convert_to(:w, 'UTF8') in body) > 0"
+            ),
+            {"r": rid, "w": words},
+        )
+    return int(found or 0)
+
+
+async def test_forgotten_and_erased_text_leaves_the_snapshots(
+    client, make_tenant, resources
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid, ids = await _large(client, headers, "snap-forget")
+    await _snapshot_then_evict(client, headers, resources, rid)
+    assert await _held_in_snapshots(resources, rid, "sister lives in Lyon") == 1
+    preview = await client.post(
+        f"/v1/relationships/{rid}/forget",
+        json={"memory_ids": [ids[1]], "hard": True},
+        headers=headers,
+    )
+    assert preview.status_code in {200, 201}, preview.text
+    confirmed = await client.post(
+        f"/v1/relationships/{rid}/forget/confirm",
+        json={"token": preview.json()["token"]},
+        headers=headers,
+    )
+    assert confirmed.status_code in {200, 201}, confirmed.text
+    await _wait_for_snapshot(resources, rid)  # rebuilt from what remains
+    assert await _held_in_snapshots(resources, rid, "sister lives in Lyon") == 0
+    assert await _held_in_snapshots(resources, rid, "allergic to peanuts") == 1
+    user = (
+        await client.post("/v1/resolve", json=resolve_body("snap-forget"), headers=headers)
+    ).json()["global_user_id"]
+    erased = await client.delete(f"/v1/users/{user}", headers=tenant.admin)
+    assert erased.status_code == 200, erased.text
+    assert await _snapshots(resources, rid) == 0
+    assert await _held_in_snapshots(resources, rid, "allergic to peanuts") == 0

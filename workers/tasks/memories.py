@@ -39,6 +39,9 @@ async def _extract(
             resources.settings,
             services.chat,
         ).run(session_id)
+    # The extraction's writes dropped a large partition's snapshot: rebuild it now, so
+    # the relationship's next cold read does not index its rows.
+    await services.partitions.refresh_snapshot(resources.sessions, scope)
     if report.status in ("extracted", "raw_only"):
         try:
             await WorkingMemory(resources.redis).drop_session(scope, session_id)

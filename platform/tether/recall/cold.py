@@ -37,8 +37,9 @@ from sqlalchemy import (
     literal_column,
     select,
 )
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import REAL, insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
+from sqlalchemy.orm import QueryableAttribute
 
 from tenancy.ids import RelationshipScope
 from tether.core.ids import TenantId
@@ -49,16 +50,24 @@ from tether.memories.repositories import active_now
 from tether.recall import encoding
 from tether.recall.bm25 import Bm25Index, Bm25Params
 from tether.recall.loaded import (
-    STATISTICS,
+    NEVER_EXPIRES,
+    NEVER_RECALLED,
+    NO_DISTANCE,
+    STATISTICS_ROW,
     LoadedPartition,
     PartitionRecord,
     Vector,
     assemble,
     build_index,
+    occurred_seconds,
+    seconds,
     similarity_of,
     stack_vectors,
+    statistics_table,
+    statistics_values,
 )
 from tether.recall.models import PartitionSnapshot
+from tether.recall.partition import PartitionIndex
 from tether.recall.weights import RankWeights
 
 log = logging.getLogger(__name__)
@@ -86,6 +95,10 @@ SNAPSHOT_COLUMNS = (
 )
 # Bumped when the snapshot body's layout changes.
 SNAPSHOT_FORMAT = 1
+# One row of a snapshot check (_check_row): id, cosine distance, statistics.
+CHECK_ROW = np.dtype(
+    [("key", "V16"), ("distance", ">f4"), ("statistics", f"V{STATISTICS_ROW.itemsize}")]
+)
 
 
 def _row_version() -> ColumnElement[bytes]:
@@ -97,18 +110,59 @@ def _row_version() -> ColumnElement[bytes]:
     )
 
 
-def _partition(statement: Any, scope: RelationshipScope) -> Any:
-    """``statement`` narrowed to the partition's active memories, in their order."""
+def _active(statement: Any, scope: RelationshipScope) -> Any:
+    """``statement`` narrowed to the partition's active memories."""
     return statement.where(
         Memory.relationship_id == scope.relationship_id,
         Memory.tenant_id == scope.tenant_id,
         Memory.deleted_at.is_(None),
         *active_now(datetime.now(UTC)),
-    ).order_by(Memory.occurred_at, Memory.id)
+    )
 
 
-def _with_statistics(record: PartitionRecord, statistics: tuple[Any, ...]) -> PartitionRecord:
-    return msgspec.structs.replace(record, **dict(zip(STATISTICS, statistics, strict=True)))
+def _partition(statement: Any, scope: RelationshipScope) -> Any:
+    """``statement`` narrowed to the partition's active memories, in their order."""
+    return _active(statement, scope).order_by(Memory.occurred_at, Memory.id)
+
+
+def _micros(moment: QueryableAttribute[Any], default: int) -> ColumnElement[Any]:
+    exact = cast(func.extract("epoch", moment) * 1_000_000, BigInteger)
+    return func.coalesce(exact, literal(default, BigInteger))
+
+
+def _check_row(distance: ColumnElement[Any]) -> ColumnElement[bytes]:
+    """A memory as one ``CHECK_ROW``: what a snapshot cannot hold (its distance to the
+    query, its statistics) with the id that says the row is the snapshot's."""
+    parts = [
+        func.uuid_send(Memory.id, type_=LargeBinary),
+        func.float4send(cast(func.coalesce(distance, NO_DISTANCE), REAL), type_=LargeBinary),
+        func.float8send(Memory.importance, type_=LargeBinary),
+        func.float8send(Memory.confidence, type_=LargeBinary),
+        func.float8send(Memory.strength, type_=LargeBinary),
+        func.int8send(_micros(Memory.last_recalled_at, NEVER_RECALLED), type_=LargeBinary),
+        func.int8send(_micros(Memory.expires_at, NEVER_EXPIRES), type_=LargeBinary),
+    ]
+    row: ColumnElement[bytes] = parts[0]
+    for part in parts[1:]:
+        row = row.op("||", return_type=LargeBinary)(part)
+    return row
+
+
+def _concatenated(row: ColumnElement[bytes], scope: RelationshipScope) -> Any:
+    """One bytea of ``row`` for every active memory of the partition, in order."""
+    rows = _partition(select(row.label("row")), scope).subquery()
+    return select(func.string_agg(rows.c.row, literal(b"", LargeBinary), type_=LargeBinary))
+
+
+def _patched(
+    records: list[PartitionRecord], built: npt.NDArray[np.void], now: npt.NDArray[np.void]
+) -> list[PartitionRecord]:
+    """``records`` with the statistics of the rows that differ from the snapshot's."""
+    width = STATISTICS_ROW.itemsize
+    differs = built.view(np.uint8).reshape(-1, width) != now.view(np.uint8).reshape(-1, width)
+    for i in np.flatnonzero(differs.any(axis=1)):
+        records[i] = msgspec.structs.replace(records[i], **statistics_values(now[i]))
+    return records
 
 
 class ColdReader:
@@ -126,7 +180,10 @@ class ColdReader:
         self._model = embedding_model
         self._snapshot_min = snapshot_min_memories
         self._params = Bm25Params(k1=weights.bm25_k1, b=weights.bm25_b)
-        self.snapshot_layout = f"snapshot{SNAPSHOT_FORMAT}:{weights.bm25_k1}:{weights.bm25_b}"
+        self.snapshot_layout = (
+            f"snapshot{SNAPSHOT_FORMAT}:{weights.bm25_k1}:{weights.bm25_b}:"
+            f"{weights.neighbour_window}"
+        )
 
     def _usable(self) -> ColumnElement[bool]:
         usable = Memory.embedding.is_not(None)
@@ -156,6 +213,28 @@ class ColdReader:
             return snapshot
         return await self._from_rows(connection, scope, vector, version)
 
+    def _snapshot_of(self, scope: RelationshipScope, column: Any) -> Any:
+        return select(column).where(
+            PartitionSnapshot.relationship_id == scope.relationship_id,
+            PartitionSnapshot.tenant_id == scope.tenant_id,
+            PartitionSnapshot.layout == self.snapshot_layout,
+        )
+
+    async def read_for_snapshot(
+        self, session: AsyncSession, scope: RelationshipScope
+    ) -> LoadedPartition | None:
+        """The partition read from rows if it is large enough for a snapshot and has
+        none (after a write dropped it); otherwise None."""
+        if self._snapshot_min is None:
+            return None
+        connection = await session.connection()
+        if await connection.scalar(self._snapshot_of(scope, PartitionSnapshot.memories)):
+            return None
+        size = await connection.scalar(_active(select(func.count()), scope))
+        if (size or 0) < self._snapshot_min:
+            return None
+        return await self._from_rows(connection, scope, None, "")
+
     async def _from_snapshot(
         self,
         connection: AsyncConnection,
@@ -163,50 +242,46 @@ class ColdReader:
         vector: Vector | None,
         version: str,
     ) -> LoadedPartition | None:
-        body = await connection.scalar(
-            select(PartitionSnapshot.body).where(
-                PartitionSnapshot.relationship_id == scope.relationship_id,
-                PartitionSnapshot.tenant_id == scope.tenant_id,
-                PartitionSnapshot.layout == self.snapshot_layout,
-            )
-        )
-        encoded = None if body is None else encoding.decode(body)
-        if encoded is None:
+        body = await connection.scalar(self._snapshot_of(scope, PartitionSnapshot.body))
+        snapshot = None if body is None else encoding.decode(body)
+        if snapshot is None:
             return None
-        rows = _partition(
-            select(
-                Memory.id,
-                self._distance(vector).label("distance"),
-                *(getattr(Memory, name).label(name) for name in STATISTICS),
-            ),
-            scope,
-        ).subquery()
-        # One row of arrays: every aggregate reads the rows in the same order, and the
-        # ids say whether that order is the snapshot's.
-        current = (
-            await connection.execute(
-                select(
-                    func.string_agg(
-                        func.uuid_send(rows.c.id, type_=LargeBinary),
-                        literal(b"", LargeBinary),
-                        type_=LargeBinary,
-                    ),
-                    func.array_agg(rows.c.distance),
-                    *(func.array_agg(rows.c[name]) for name in STATISTICS),
-                )
-            )
-        ).one()
-        records = encoded.records
-        if (current[0] or b"") != b"".join(r.key for r in records):
+        raw = await connection.scalar(_concatenated(_check_row(self._distance(vector)), scope))
+        rows = np.frombuffer(raw or b"", dtype=CHECK_ROW)
+        if rows["key"].tobytes() != snapshot.keys:
             return None  # changed since (the trigger deletes it; this is its race)
-        statistics = list(zip(*current[2:], strict=True)) if records else []
-        records = [
-            r if r.statistics == now else _with_statistics(r, now)
-            for r, now in zip(records, statistics, strict=True)
-        ]
-        similarity, has_vector = similarity_of(current[1] or [], vector is not None)
-        index = build_index(records, encoded.bm25(), None, has_vector, self._weights)
-        return assemble(records, index, version, "snapshot", similarity)
+        count = len(rows)
+        now = np.frombuffer(rows["statistics"].tobytes(), dtype=STATISTICS_ROW)
+        built = np.frombuffer(snapshot.statistics, dtype=STATISTICS_ROW)
+        records = _patched(snapshot.records, built, now)
+        distances = rows["distance"].astype(np.float32)
+        similarity, has_vector = similarity_of(distances, vector is not None)
+        recalled = seconds(now["last_recalled_at"].astype(np.int64), NEVER_RECALLED, -np.inf)
+        occurred = np.frombuffer(snapshot.occurred, dtype=np.float64)
+        width = 2 * self._weights.neighbour_window
+        index = PartitionIndex(
+            keys=np.arange(count, dtype=np.int64),
+            bm25=snapshot.bm25(),
+            matrix=None,
+            has_vector=has_vector,
+            importance=now["importance"].astype(np.float64),
+            confidence=now["confidence"].astype(np.float64),
+            strength=now["strength"].astype(np.float64),
+            # A recall restarts the forgetting curve.
+            reference_time=np.maximum(occurred, recalled),
+            neighbours=np.frombuffer(snapshot.neighbours, np.int32)
+            .reshape(count, width)
+            .astype(np.intp),
+        )
+        return assemble(
+            records,
+            index,
+            version,
+            "snapshot",
+            similarity,
+            expires_at=seconds(now["expires_at"].astype(np.int64), NEVER_EXPIRES, np.inf),
+            private=np.frombuffer(snapshot.private, dtype=np.bool_),
+        )
 
     @staticmethod
     def _columns(*extra: ColumnElement[Any]) -> Any:
@@ -253,7 +328,10 @@ class ColdReader:
         extra = [self._distance(vector)] + ([_row_version()] if wants_snapshot else [])
         rows = (await connection.execute(_partition(self._columns(*extra), scope))).all()
         records = [PartitionRecord(row[0].bytes, *row[1:13]) for row in rows]
-        similarity, has_vector = similarity_of([row[15] for row in rows], vector is not None)
+        distances = np.fromiter(
+            (NO_DISTANCE if row[15] is None else row[15] for row in rows), np.float32, len(rows)
+        )
+        similarity, has_vector = similarity_of(distances, vector is not None)
         row_versions = None
         if self._snapshot_min is not None and len(rows) >= self._snapshot_min:
             row_versions = b"".join(row[16] for row in rows)
@@ -273,6 +351,16 @@ class ColdReader:
         found = {row[0].bytes: row[1] for row in rows}
         return stack_vectors([found.get(r.key) for r in records])
 
+    def _snapshot_body(self, partition: LoadedPartition) -> bytes:
+        records, index = partition.records, partition.index
+        snapshot = encoding.encoded(self.snapshot_layout, "", records, index.bm25, None, None)
+        snapshot.keys = b"".join(r.key for r in records)
+        snapshot.statistics = statistics_table(records).tobytes()
+        snapshot.occurred = occurred_seconds(records).tobytes()
+        snapshot.neighbours = index.neighbours.astype(np.int32).tobytes()
+        snapshot.private = partition.private.tobytes()
+        return encoding.encode(snapshot)
+
     async def store_snapshot(
         self,
         sessions: async_sessionmaker[AsyncSession],
@@ -288,15 +376,10 @@ class ColdReader:
             lock = func.pg_try_advisory_xact_lock(LOCK_CLASS, bucket)
             if not await session.scalar(select(lock)):
                 return False
-            rows = _partition(select(_row_version().label("v")), scope).subquery()
-            current = await session.scalar(
-                select(func.string_agg(rows.c.v, literal(b"", LargeBinary), type_=LargeBinary))
-            )
+            current = await session.scalar(_concatenated(_row_version(), scope))
             if current != partition.row_versions:
                 return False
-            body = encoding.encode(
-                self.snapshot_layout, "", partition.records, partition.index.bm25, None, None
-            )
+            body = self._snapshot_body(partition)
             values = {
                 "layout": self.snapshot_layout,
                 "memories": len(partition.records),

@@ -23,6 +23,13 @@ class EncodedPartition(msgspec.Struct, array_like=True):
     dimension: int  # 0: no vectors
     vectors: bytes  # float16 rows, zero rows where a memory has no vector
     has_vector: bytes
+    # A snapshot's columns (empty in a Redis copy): what a cold read would otherwise
+    # compute per record, and what it compares the rows with.
+    keys: bytes = b""  # the ids, 16 bytes each
+    statistics: bytes = b""  # STATISTICS_ROW rows as built
+    occurred: bytes = b""  # float64 POSIX seconds
+    neighbours: bytes = b""  # int32, PartitionIndex.neighbours
+    private: bytes = b""  # bool
 
     def bm25(self) -> Bm25Index:
         return Bm25Index.from_parts(
@@ -49,29 +56,31 @@ _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(EncodedPartition)
 
 
-def encode(
+def encoded(
     layout: str,
     version: str,
     records: list[PartitionRecord],
     bm25: Bm25Index,
     matrix: Vector | None,
     has_vector: npt.NDArray[np.bool_] | None,
-) -> bytes:
+) -> EncodedPartition:
     parts = bm25.parts()
-    return _encoder.encode(
-        EncodedPartition(
-            layout=layout,
-            version=version,
-            records=records,
-            terms=parts.terms,
-            offsets=parts.offsets.tobytes(),
-            postings=parts.docs.tobytes(),
-            weights=parts.weights.tobytes(),
-            dimension=0 if matrix is None else int(matrix.shape[1]),
-            vectors=b"" if matrix is None else matrix.astype(np.float16).tobytes(),
-            has_vector=b"" if has_vector is None else has_vector.tobytes(),
-        )
+    return EncodedPartition(
+        layout=layout,
+        version=version,
+        records=records,
+        terms=parts.terms,
+        offsets=parts.offsets.tobytes(),
+        postings=parts.docs.tobytes(),
+        weights=parts.weights.tobytes(),
+        dimension=0 if matrix is None else int(matrix.shape[1]),
+        vectors=b"" if matrix is None else matrix.astype(np.float16).tobytes(),
+        has_vector=b"" if has_vector is None else has_vector.tobytes(),
     )
+
+
+def encode(partition: EncodedPartition) -> bytes:
+    return _encoder.encode(partition)
 
 
 def decode(raw: bytes) -> EncodedPartition | None:

@@ -112,12 +112,11 @@ class PartitionStore:
         sessions: async_sessionmaker[AsyncSession] | None = None,
         snapshot_min_memories: int | None = None,
     ) -> None:
-        """``sessions``: where background fills after a cold read get their own
-        session; without it (workers, the CLI) nothing is filled, and no snapshot is
-        stored. ``snapshot_min_memories``: the smallest partition that gets one."""
-        self._cold = ColdReader(
-            weights, embedding_model, snapshot_min_memories if sessions is not None else None
-        )
+        """``sessions``: where background fills after a cold read, and snapshot
+        rebuilds after a write, get their own session; without it (workers, the CLI)
+        nothing happens in the background (workers call :meth:`refresh_snapshot`).
+        ``snapshot_min_memories``: the smallest partition that gets a snapshot."""
+        self._cold = ColdReader(weights, embedding_model, snapshot_min_memories)
         self._redis = redis
         self._weights = weights
         self._layout = _layout(weights)
@@ -129,6 +128,7 @@ class PartitionStore:
             tuple[uuid.UUID, uuid.UUID], asyncio.Future[LoadedPartition | None]
         ] = {}
         self._filling: dict[tuple[uuid.UUID, uuid.UUID], asyncio.Task[None]] = {}
+        self._refreshing: dict[tuple[uuid.UUID, uuid.UUID], asyncio.Task[bool]] = {}
         self._fill_slots = asyncio.Semaphore(FILLS_AT_ONCE)
         self.stats = TierStats()
 
@@ -173,9 +173,11 @@ class PartitionStore:
         return cold, False
 
     async def invalidate(self, scope: RelationshipScope) -> None:
-        """A memory of this relationship changed (call after commit)."""
+        """A memory of this relationship changed (call after commit). With ``sessions``,
+        a large partition's snapshot is rebuilt in the background."""
         version_key, blob_key = partition_keys(scope)
-        self._local.pop((scope.tenant_id, scope.relationship_id), None)
+        key = (scope.tenant_id, scope.relationship_id)
+        self._local.pop(key, None)
         try:
             async with self._redis.pipeline(transaction=True) as pipe:
                 pipe.set(version_key, secrets.token_hex(8), ex=VERSION_TTL_SECONDS)
@@ -183,6 +185,31 @@ class PartitionStore:
                 await pipe.execute()
         except RedisError as exc:
             log.error("hot partition of %s not invalidated: %s", scope.relationship_id, exc)
+        if self._sessions is not None and key not in self._refreshing:
+            task = spawn(self._refresh_later(self._sessions, scope), "snapshot rebuild")
+            self._refreshing[key] = task
+            task.add_done_callback(lambda _: self._refreshing.pop(key, None))
+
+    async def _refresh_later(
+        self, sessions: async_sessionmaker[AsyncSession], scope: RelationshipScope
+    ) -> bool:
+        async with self._fill_slots:  # shares the fills' budget of background reads
+            return await self.refresh_snapshot(sessions, scope)
+
+    async def refresh_snapshot(
+        self, sessions: async_sessionmaker[AsyncSession], scope: RelationshipScope
+    ) -> bool:
+        """Rebuild the snapshot of a large partition that has none (a write dropped
+        it), so its next cold read need not index its rows; True if one was stored."""
+        try:
+            async with tenant_session(sessions, TenantId(scope.tenant_id)) as session:
+                partition = await self._cold.read_for_snapshot(session, scope)
+            if partition is None:
+                return False
+            return await self._cold.store_snapshot(sessions, scope, partition)
+        except SQLAlchemyError as exc:
+            log.warning("partition snapshot not rebuilt: %s", exc)
+            return False
 
     def _from_local(self, scope: RelationshipScope, version: str) -> LoadedPartition | None:
         key = (scope.tenant_id, scope.relationship_id)
@@ -258,8 +285,10 @@ class PartitionStore:
         task.add_done_callback(lambda _: self._filling.pop(key, None))
 
     async def drain(self) -> None:
-        """Wait for the background fills in flight (before shutdown; tests)."""
-        await asyncio.gather(*self._filling.values(), return_exceptions=True)
+        """Wait for the background fills and rebuilds in flight (before shutdown; tests)."""
+        await asyncio.gather(
+            *self._filling.values(), *self._refreshing.values(), return_exceptions=True
+        )
 
     async def _fill(
         self,
@@ -294,12 +323,14 @@ class PartitionStore:
     async def _store(self, blob_key: str, partition: LoadedPartition) -> None:
         index = partition.index
         blob = encoding.encode(
-            self._layout,
-            partition.version,
-            partition.records,
-            index.bm25,
-            index.matrix,
-            index.has_vector,
+            encoding.encoded(
+                self._layout,
+                partition.version,
+                partition.records,
+                index.bm25,
+                index.matrix,
+                index.has_vector,
+            )
         )
         try:
             await self._redis.set(blob_key, blob, ex=self._ttl)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 import numpy as np
@@ -58,6 +58,62 @@ class PartitionRecord(msgspec.Struct, array_like=True, frozen=True, gc=False):
 
 # The fields of PartitionRecord.statistics, in order.
 STATISTICS = ("importance", "confidence", "strength", "last_recalled_at", "expires_at")
+# The same as one binary row, as Postgres sends it (float8send, int8send: big-endian);
+# times in microseconds since the epoch, NULL as the int64 extreme that sorts the same.
+STATISTICS_ROW = np.dtype(
+    [
+        ("importance", ">f8"),
+        ("confidence", ">f8"),
+        ("strength", ">f8"),
+        ("last_recalled_at", ">i8"),
+        ("expires_at", ">i8"),
+    ]
+)
+NEVER_RECALLED = int(np.iinfo(np.int64).min)
+NEVER_EXPIRES = int(np.iinfo(np.int64).max)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _micros(moment: datetime | None, default: int) -> int:
+    return default if moment is None else (moment - EPOCH) // _MICROSECOND
+
+
+def _moment(micros: int, default: int) -> datetime | None:
+    return None if micros == default else EPOCH + timedelta(microseconds=micros)
+
+
+def statistics_table(records: Sequence[PartitionRecord]) -> npt.NDArray[np.void]:
+    """The records' statistics as ``STATISTICS_ROW`` rows."""
+    return np.array(
+        [
+            (
+                r.importance,
+                r.confidence,
+                r.strength,
+                _micros(r.last_recalled_at, NEVER_RECALLED),
+                _micros(r.expires_at, NEVER_EXPIRES),
+            )
+            for r in records
+        ],
+        dtype=STATISTICS_ROW,
+    )
+
+
+def statistics_values(row: np.void) -> dict[str, object]:
+    """One ``STATISTICS_ROW`` as PartitionRecord field values."""
+    return {
+        "importance": float(row["importance"]),
+        "confidence": float(row["confidence"]),
+        "strength": float(row["strength"]),
+        "last_recalled_at": _moment(int(row["last_recalled_at"]), NEVER_RECALLED),
+        "expires_at": _moment(int(row["expires_at"]), NEVER_EXPIRES),
+    }
+
+
+def seconds(micros: npt.NDArray[np.int64], never: int, default: float) -> FloatArray:
+    """Microsecond times as POSIX seconds, ``default`` where ``never``."""
+    return np.where(micros == never, default, micros / 1e6)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,22 +149,34 @@ def assemble(
     source: str,
     similarity: Vector | None = None,
     row_versions: bytes | None = None,
+    *,
+    expires_at: FloatArray | None = None,
+    private: npt.NDArray[np.bool_] | None = None,
 ) -> LoadedPartition:
+    """``expires_at``, ``private``: when already known as columns (a snapshot)."""
     count = len(records)
     summaries = [i for i, r in enumerate(records) if r.memory_type == "summary"]
+    if expires_at is None:
+        expires_at = np.fromiter(
+            (_seconds(r.expires_at, np.inf) for r in records), np.float64, count
+        )
+    if private is None:
+        private = np.fromiter((r.private_to_creator for r in records), np.bool_, count)
     return LoadedPartition(
         records=records,
         index=index,
         version=version,
         source=source,
-        expires_at=np.fromiter(
-            (_seconds(r.expires_at, np.inf) for r in records), np.float64, count
-        ),
-        private=np.fromiter((r.private_to_creator for r in records), np.bool_, count),
+        expires_at=expires_at,
+        private=private,
         latest_summary=max(summaries, key=lambda i: records[i].occurred_at, default=None),
         similarity=similarity,
         row_versions=row_versions,
     )
+
+
+def occurred_seconds(records: Sequence[PartitionRecord]) -> FloatArray:
+    return np.fromiter((r.occurred_at.timestamp() for r in records), np.float64, len(records))
 
 
 def build_index(
@@ -119,7 +187,7 @@ def build_index(
     weights: RankWeights,
 ) -> PartitionIndex:
     count = len(records)
-    occurred = np.fromiter((r.occurred_at.timestamp() for r in records), np.float64, count)
+    occurred = occurred_seconds(records)
     recalled = np.fromiter(
         (_seconds(r.last_recalled_at, -np.inf) for r in records), np.float64, count
     )
@@ -141,17 +209,19 @@ def build_index(
     )
 
 
+NO_DISTANCE = -1.0  # where a memory has no usable vector (a cosine distance is >= 0)
+
+
 def similarity_of(
-    distances: Sequence[float | None], has_query: bool
+    distances: npt.NDArray[np.float32], has_query: bool
 ) -> tuple[Vector | None, npt.NDArray[np.bool_]]:
-    """Postgres's cosine distances (None where a memory has no usable vector) as
-    similarities, and which rows have a vector. No usable vector at all means no vector
-    signal (as on the hot path), not a zero one."""
-    count = len(distances)
-    has_vector = np.fromiter((d is not None for d in distances), np.bool_, count)
+    """Postgres's cosine distances (``NO_DISTANCE`` where a memory has no usable vector)
+    as similarities, and which rows have a vector. No usable vector at all means no
+    vector signal (as on the hot path), not a zero one."""
+    has_vector = distances != NO_DISTANCE
     if not has_query or not has_vector.any():
         return None, has_vector
-    cosine = 1.0 - np.array([1.0 if d is None else d for d in distances], np.float32)
+    cosine = 1.0 - np.where(has_vector, distances, 1.0).astype(np.float32)
     return np.nan_to_num(cosine, nan=0.0), has_vector  # a zero vector's distance is NaN
 
 
