@@ -20,7 +20,7 @@ Measured per N (end to end from one client process, and the server's own time fr
 Server-Timing): p50/p95/p99 of /search and /v1/context for
 - hot: the partition was loaded by earlier requests (in-process copy, or Redis);
 - cold: the first request after the relationship's ``tether:pv`` version token and
-  ``tether:hot3`` blob were deleted, so it is served from Postgres (Postgres's own
+  ``tether:hot4`` blob were deleted, so it is served from Postgres (Postgres's own
   buffers stay warm: this is the partition store's cold path, not a cold disk). One at
   a time: after each, the bench waits for the background fill it started (its hot copy).
   A large partition that was read before has a snapshot in Postgres (decision 0011) and

@@ -403,3 +403,25 @@ async def test_forgotten_and_erased_text_leaves_the_snapshots(
     assert erased.status_code == 200, erased.text
     assert await _snapshots(resources, rid) == 0
     assert await _held_in_snapshots(resources, rid, "allergic to peanuts") == 0
+
+
+async def test_after_a_burst_of_writes_the_snapshot_holds_all_of_them(
+    client, make_tenant, resources
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid, _ = await _large(client, headers, "snap-burst")
+    await _wait_for_snapshot(resources, rid)
+    for n in range(5):  # an import in batches
+        body = {"memories": [{"content": f"用户第{n}次提到旅行计划"}]}
+        await client.post(f"/v1/relationships/{rid}/memories/batch", json=body, headers=headers)
+    await _wait_for_snapshot(resources, rid)
+    found = await _search(client, headers, rid, "旅行计划")
+    assert found["tier"] in {"snapshot", "local"}
+    assert sum("旅行计划" in r["content"] for r in found["results"]) == 5
+    async with resources.sessions() as session:
+        count = await session.scalar(
+            text("SELECT memories FROM recall_snapshots WHERE relationship_id = :r"),
+            {"r": rid},
+        )
+    assert count == len(MEMORIES) + 5

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import msgspec
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import (
@@ -59,15 +58,10 @@ from tether.recall.loaded import (
     Vector,
     assemble,
     build_index,
-    occurred_seconds,
-    seconds,
     similarity_of,
     stack_vectors,
-    statistics_table,
-    statistics_values,
 )
 from tether.recall.models import PartitionSnapshot
-from tether.recall.partition import PartitionIndex
 from tether.recall.weights import RankWeights
 
 log = logging.getLogger(__name__)
@@ -152,17 +146,6 @@ def _concatenated(row: ColumnElement[bytes], scope: RelationshipScope) -> Any:
     """One bytea of ``row`` for every active memory of the partition, in order."""
     rows = _partition(select(row.label("row")), scope).subquery()
     return select(func.string_agg(rows.c.row, literal(b"", LargeBinary), type_=LargeBinary))
-
-
-def _patched(
-    records: list[PartitionRecord], built: npt.NDArray[np.void], now: npt.NDArray[np.void]
-) -> list[PartitionRecord]:
-    """``records`` with the statistics of the rows that differ from the snapshot's."""
-    width = STATISTICS_ROW.itemsize
-    differs = built.view(np.uint8).reshape(-1, width) != now.view(np.uint8).reshape(-1, width)
-    for i in np.flatnonzero(differs.any(axis=1)):
-        records[i] = msgspec.structs.replace(records[i], **statistics_values(now[i]))
-    return records
 
 
 class ColdReader:
@@ -250,37 +233,17 @@ class ColdReader:
         rows = np.frombuffer(raw or b"", dtype=CHECK_ROW)
         if rows["key"].tobytes() != snapshot.keys:
             return None  # changed since (the trigger deletes it; this is its race)
-        count = len(rows)
-        now = np.frombuffer(rows["statistics"].tobytes(), dtype=STATISTICS_ROW)
-        built = np.frombuffer(snapshot.statistics, dtype=STATISTICS_ROW)
-        records = _patched(snapshot.records, built, now)
         distances = rows["distance"].astype(np.float32)
         similarity, has_vector = similarity_of(distances, vector is not None)
-        recalled = seconds(now["last_recalled_at"].astype(np.int64), NEVER_RECALLED, -np.inf)
-        occurred = np.frombuffer(snapshot.occurred, dtype=np.float64)
-        width = 2 * self._weights.neighbour_window
-        index = PartitionIndex(
-            keys=np.arange(count, dtype=np.int64),
-            bm25=snapshot.bm25(),
-            matrix=None,
-            has_vector=has_vector,
-            importance=now["importance"].astype(np.float64),
-            confidence=now["confidence"].astype(np.float64),
-            strength=now["strength"].astype(np.float64),
-            # A recall restarts the forgetting curve.
-            reference_time=np.maximum(occurred, recalled),
-            neighbours=np.frombuffer(snapshot.neighbours, np.int32)
-            .reshape(count, width)
-            .astype(np.intp),
-        )
-        return assemble(
-            records,
-            index,
+        now = np.frombuffer(rows["statistics"].tobytes(), dtype=STATISTICS_ROW)
+        return encoding.loaded(
+            snapshot,
             version,
             "snapshot",
-            similarity,
-            expires_at=seconds(now["expires_at"].astype(np.int64), NEVER_EXPIRES, np.inf),
-            private=np.frombuffer(snapshot.private, dtype=np.bool_),
+            self._weights.neighbour_window,
+            has_vector=has_vector,
+            similarity=similarity,
+            statistics=now,
         )
 
     @staticmethod
@@ -351,16 +314,6 @@ class ColdReader:
         found = {row[0].bytes: row[1] for row in rows}
         return stack_vectors([found.get(r.key) for r in records])
 
-    def _snapshot_body(self, partition: LoadedPartition) -> bytes:
-        records, index = partition.records, partition.index
-        snapshot = encoding.encoded(self.snapshot_layout, "", records, index.bm25, None, None)
-        snapshot.keys = b"".join(r.key for r in records)
-        snapshot.statistics = statistics_table(records).tobytes()
-        snapshot.occurred = occurred_seconds(records).tobytes()
-        snapshot.neighbours = index.neighbours.astype(np.int32).tobytes()
-        snapshot.private = partition.private.tobytes()
-        return encoding.encode(snapshot)
-
     async def store_snapshot(
         self,
         sessions: async_sessionmaker[AsyncSession],
@@ -379,7 +332,7 @@ class ColdReader:
             current = await session.scalar(_concatenated(_row_version(), scope))
             if current != partition.row_versions:
                 return False
-            body = self._snapshot_body(partition)
+            body = encoding.encode(self.snapshot_layout, "", partition, vectors=False)
             values = {
                 "layout": self.snapshot_layout,
                 "memories": len(partition.records),

@@ -43,7 +43,7 @@ from tether.core.telemetry import traced
 from tether.core.tenant_sessions import tenant_session
 from tether.recall import encoding
 from tether.recall.cold import ColdReader
-from tether.recall.loaded import LoadedPartition, Vector, assemble, build_index
+from tether.recall.loaded import LoadedPartition, Vector
 from tether.recall.weights import RankWeights
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ LOCAL_MAX_AGE_SECONDS = 600.0
 TOUCH_EVERY_SECONDS = 60.0
 VERSION_TTL_SECONDS = 30 * 24 * 3600
 # Bumped when the blob's layout changes: a blob of another layout is a miss.
-BLOB_FORMAT = 3
+BLOB_FORMAT = 4
 # Background fills running at once per process. Each reads megabytes from Postgres and
 # writes megabytes to Redis; many at once (a burst of cold large partitions) starved the
 # event loop until Redis writes timed out and no copy was stored at all.
@@ -63,6 +63,8 @@ FILLS_AT_ONCE = 2
 # Fills waiting for a slot hold their cold partition: past this many, a cold read starts
 # none (the partition is filled by a later read).
 FILLS_WAITING = 32
+# A snapshot is rebuilt this long after the last write to its relationship.
+REBUILD_AFTER_SECONDS = 0.2
 
 
 @dataclass(slots=True)
@@ -98,7 +100,7 @@ def _text(raw: bytes | str | None) -> str | None:
 
 
 def _layout(weights: RankWeights) -> str:
-    return f"{BLOB_FORMAT}:{weights.bm25_k1}:{weights.bm25_b}"
+    return f"{BLOB_FORMAT}:{weights.bm25_k1}:{weights.bm25_b}:{weights.neighbour_window}"
 
 
 class PartitionStore:
@@ -128,7 +130,9 @@ class PartitionStore:
             tuple[uuid.UUID, uuid.UUID], asyncio.Future[LoadedPartition | None]
         ] = {}
         self._filling: dict[tuple[uuid.UUID, uuid.UUID], asyncio.Task[None]] = {}
-        self._refreshing: dict[tuple[uuid.UUID, uuid.UUID], asyncio.Task[bool]] = {}
+        self._refreshing: dict[tuple[uuid.UUID, uuid.UUID], asyncio.Task[None]] = {}
+        # Written to again while its rebuild runs: rebuild once more after it.
+        self._written: set[tuple[uuid.UUID, uuid.UUID]] = set()
         self._fill_slots = asyncio.Semaphore(FILLS_AT_ONCE)
         self.stats = TierStats()
 
@@ -185,16 +189,27 @@ class PartitionStore:
                 await pipe.execute()
         except RedisError as exc:
             log.error("hot partition of %s not invalidated: %s", scope.relationship_id, exc)
-        if self._sessions is not None and key not in self._refreshing:
+        if self._sessions is None:
+            return
+        self._written.add(key)
+        if key not in self._refreshing:
             task = spawn(self._refresh_later(self._sessions, scope), "snapshot rebuild")
             self._refreshing[key] = task
             task.add_done_callback(lambda _: self._refreshing.pop(key, None))
 
     async def _refresh_later(
         self, sessions: async_sessionmaker[AsyncSession], scope: RelationshipScope
-    ) -> bool:
-        async with self._fill_slots:  # shares the fills' budget of background reads
-            return await self.refresh_snapshot(sessions, scope)
+    ) -> None:
+        """Rebuild after writes settle: a burst of writes (an import in batches) costs
+        one rebuild, not one per batch, and a write during a rebuild is not missed."""
+        key = (scope.tenant_id, scope.relationship_id)
+        while key in self._written:
+            self._written.discard(key)
+            await asyncio.sleep(REBUILD_AFTER_SECONDS)
+            if key in self._written:
+                continue  # written to again meanwhile: wait for quiet
+            async with self._fill_slots:  # shares the fills' budget of background reads
+                await self.refresh_snapshot(sessions, scope)
 
     async def refresh_snapshot(
         self, sessions: async_sessionmaker[AsyncSession], scope: RelationshipScope
@@ -260,10 +275,10 @@ class PartitionStore:
         blob = None if raw is None else encoding.decode(as_bytes(raw))
         if blob is None or blob.version != version or blob.layout != self._layout:
             return None
-        built = build_index(
-            blob.records, blob.bm25(), blob.matrix(), blob.has_vectors(), self._weights
+        window = self._weights.neighbour_window
+        return encoding.loaded(
+            blob, version, "hot", window, has_vector=blob.has_vectors(), matrix=blob.matrix()
         )
-        return assemble(blob.records, built, version, "hot")
 
     async def _read_cold(
         self,
@@ -321,17 +336,7 @@ class PartitionStore:
                 log.warning("partition snapshot not stored: %s", exc)
 
     async def _store(self, blob_key: str, partition: LoadedPartition) -> None:
-        index = partition.index
-        blob = encoding.encode(
-            encoding.encoded(
-                self._layout,
-                partition.version,
-                partition.records,
-                index.bm25,
-                index.matrix,
-                index.has_vector,
-            )
-        )
+        blob = encoding.encode(self._layout, partition.version, partition, vectors=True)
         try:
             await self._redis.set(blob_key, blob, ex=self._ttl)
         except RedisError as exc:
