@@ -59,6 +59,7 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
         app.state.embedder.name,
         resources.sessions,
         recall.snapshot_min_memories,
+        resources.bulk_redis,
     )
     app.state.reinforcement = ReinforcementBuffer(resources.tasks, recall.reinforce_flush_seconds)
     watch(lambda: app.state.partitions.stats.hit_rate, resources.settings.require_broker_url())

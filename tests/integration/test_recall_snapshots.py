@@ -261,6 +261,10 @@ async def test_recall_statistics_keep_the_snapshot_and_are_read_from_the_rows(
     assert climbing(from_snapshot)["decay"] < climbing(before)["decay"]
 
 
+async def _no_vector() -> None:
+    return None
+
+
 async def _drop_snapshot(resources: Resources, rid: str) -> None:
     async with resources.sessions() as session, session.begin():
         await session.execute(
@@ -276,7 +280,7 @@ async def _cold_read(
     reader = ColdReader(rank_weights(settings), None, 3)
     scope = RelationshipScope(TenantId(tenant_id), RelationshipId(uuid.UUID(rid)))
     async with tenant_session(resources.sessions, TenantId(tenant_id)) as session:
-        partition = await reader.read(session, scope, None, "v")
+        partition = await reader.read(session, scope, _no_vector(), "v")
     assert partition.source == "cold"
     assert partition.row_versions is not None
     return reader, scope, partition
@@ -329,7 +333,7 @@ async def test_another_tenant_sees_no_snapshot_and_cannot_be_served_one(
     reader = ColdReader(rank_weights(settings), None, 3)
     wrong = RelationshipScope(TenantId(other.id), RelationshipId(uuid.UUID(rid)))
     async with tenant_session(resources.sessions, TenantId(other.id)) as session:
-        partition = await reader.read(session, wrong, None, "v")
+        partition = await reader.read(session, wrong, _no_vector(), "v")
     assert partition.records == []
     assert partition.source == "cold"
     other_headers = await other.key("gateway")

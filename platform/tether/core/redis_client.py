@@ -24,12 +24,18 @@ def as_bytes(reply: bytes | str) -> bytes:
     return reply.encode() if isinstance(reply, str) else reply
 
 
-def create_redis(settings: Settings) -> Redis:
-    """A pooled client for this process (one per event loop)."""
+# Reading or writing one value of several megabytes (a large hot partition) took longer
+# than the default timeout under load, and was taken for an outage.
+BULK_SOCKET_TIMEOUT_SECONDS = 2.0
+
+
+def create_redis(settings: Settings, socket_timeout: float = 0.5) -> Redis:
+    """A pooled client for this process (one per event loop). ``socket_timeout``: longer
+    only for the client of multi-megabyte values (``Resources.bulk_redis``)."""
     client = Redis.from_url(
         settings.require_redis_url(),
         socket_connect_timeout=0.5,
-        socket_timeout=0.5,
+        socket_timeout=socket_timeout,
         health_check_interval=30,
         decode_responses=False,
     )

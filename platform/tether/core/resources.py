@@ -10,7 +10,7 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from tether.core.database import create_engine, create_session_factory
-from tether.core.redis_client import create_redis
+from tether.core.redis_client import BULK_SOCKET_TIMEOUT_SECONDS, create_redis
 from tether.core.settings import Settings
 from tether.core.tasks import TaskQueue
 
@@ -22,6 +22,8 @@ class Resources:
     sessions: async_sessionmaker[AsyncSession]
     redis: Redis
     tasks: TaskQueue
+    # The same Redis with a longer socket timeout, for multi-megabyte values only.
+    bulk_redis: Redis
 
 
 @asynccontextmanager
@@ -29,10 +31,12 @@ async def open_resources(settings: Settings) -> AsyncIterator[Resources]:
     """Create the engine, Redis pool and task sender for this loop; dispose them on exit."""
     engine = create_engine(settings)
     redis = create_redis(settings)
+    bulk_redis = create_redis(settings, BULK_SOCKET_TIMEOUT_SECONDS)
     tasks = TaskQueue(settings)
     try:
-        yield Resources(settings, engine, create_session_factory(engine), redis, tasks)
+        yield Resources(settings, engine, create_session_factory(engine), redis, tasks, bulk_redis)
     finally:
         tasks.close()
+        await bulk_redis.aclose()
         await redis.aclose()
         await engine.dispose()

@@ -18,7 +18,7 @@ writes (migration 0008). See decision 0011.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -184,16 +184,22 @@ class ColdReader:
         self,
         session: AsyncSession,
         scope: RelationshipScope,
-        vector: Vector | None,
+        query_vector: Awaitable[Vector | None],
         version: str,
     ) -> LoadedPartition:
+        """The partition, ranked with ``query_vector`` (awaited after the snapshot is
+        fetched, so fetching overlaps the query's embedding)."""
         # Core execution on the request's connection: the ORM's per-row bookkeeping was
         # a third of the time here, and a second connection per request deadlocked a
         # full pool.
         connection = await session.connection()
-        snapshot = await self._from_snapshot(connection, scope, vector, version)
+        body = await connection.scalar(self._snapshot_of(scope, PartitionSnapshot.body))
+        snapshot = None if body is None else encoding.decode(body)
+        vector = await query_vector
         if snapshot is not None:
-            return snapshot
+            found = await self._from_snapshot(connection, scope, snapshot, vector, version)
+            if found is not None:
+                return found
         return await self._from_rows(connection, scope, vector, version)
 
     def _snapshot_of(self, scope: RelationshipScope, column: Any) -> Any:
@@ -222,13 +228,11 @@ class ColdReader:
         self,
         connection: AsyncConnection,
         scope: RelationshipScope,
+        snapshot: encoding.EncodedPartition,
         vector: Vector | None,
         version: str,
     ) -> LoadedPartition | None:
-        body = await connection.scalar(self._snapshot_of(scope, PartitionSnapshot.body))
-        snapshot = None if body is None else encoding.decode(body)
-        if snapshot is None:
-            return None
+        """``snapshot`` completed from the rows, if it still holds their ids."""
         raw = await connection.scalar(_concatenated(_check_row(self._distance(vector)), scope))
         rows = np.frombuffer(raw or b"", dtype=CHECK_ROW)
         if rows["key"].tobytes() != snapshot.keys:

@@ -113,13 +113,16 @@ class PartitionStore:
         embedding_model: str | None = None,
         sessions: async_sessionmaker[AsyncSession] | None = None,
         snapshot_min_memories: int | None = None,
+        bulk_redis: Redis | None = None,
     ) -> None:
         """``sessions``: where background fills after a cold read, and snapshot
         rebuilds after a write, get their own session; without it (workers, the CLI)
         nothing happens in the background (workers call :meth:`refresh_snapshot`).
-        ``snapshot_min_memories``: the smallest partition that gets a snapshot."""
+        ``snapshot_min_memories``: the smallest partition that gets a snapshot.
+        ``bulk_redis``: the client for partition blobs (megabytes; a longer timeout)."""
         self._cold = ColdReader(weights, embedding_model, snapshot_min_memories)
         self._redis = redis
+        self._bulk = bulk_redis or redis
         self._weights = weights
         self._layout = _layout(weights)
         self._ttl = ttl_seconds
@@ -170,8 +173,8 @@ class PartitionStore:
                 # can be trusted any more. A slow read alone says nothing about them.
                 self._local.clear()
             self.stats.cold += 1
-            return await self._read_cold(session, scope, query_vector, "unverified"), True
-        cold = await self._read_cold(session, scope, query_vector, version)
+            return await self._cold.read(session, scope, query_vector, "unverified"), True
+        cold = await self._cold.read(session, scope, query_vector, version)
         self.stats.cold += 1
         self._fill_later(scope, cold, blob_key)
         return cold, False
@@ -271,7 +274,7 @@ class PartitionStore:
         return found if found is not None and found.version == version else None
 
     async def _from_redis(self, blob_key: str, version: str) -> LoadedPartition | None:
-        raw = await self._redis.getex(blob_key, ex=self._ttl)
+        raw = await self._bulk.getex(blob_key, ex=self._ttl)
         blob = None if raw is None else encoding.decode(as_bytes(raw))
         if blob is None or blob.version != version or blob.layout != self._layout:
             return None
@@ -279,15 +282,6 @@ class PartitionStore:
         return encoding.loaded(
             blob, version, "hot", window, has_vector=blob.has_vectors(), matrix=blob.matrix()
         )
-
-    async def _read_cold(
-        self,
-        session: AsyncSession,
-        scope: RelationshipScope,
-        query_vector: Awaitable[Vector | None],
-        version: str,
-    ) -> LoadedPartition:
-        return await self._cold.read(session, scope, await query_vector, version)
 
     def _fill_later(self, scope: RelationshipScope, cold: LoadedPartition, blob_key: str) -> None:
         key = (scope.tenant_id, scope.relationship_id)
@@ -338,6 +332,6 @@ class PartitionStore:
     async def _store(self, blob_key: str, partition: LoadedPartition) -> None:
         blob = encoding.encode(self._layout, partition.version, partition, vectors=True)
         try:
-            await self._redis.set(blob_key, blob, ex=self._ttl)
+            await self._bulk.set(blob_key, blob, ex=self._ttl)
         except RedisError as exc:
             log.warning("hot partition not stored: %s", exc)
