@@ -581,7 +581,7 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=300, help="small relationships sampled")
     parser.add_argument("--requests", type=int, default=400, help="per latency class")
     parser.add_argument("--cold-requests", type=int, default=150, help="per cold class")
-    parser.add_argument("--cold-large-requests", type=int, default=30)
+    parser.add_argument("--cold-large-requests", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=10, help="per throughput run")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--workers", type=int, default=2)
