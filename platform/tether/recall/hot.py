@@ -323,11 +323,12 @@ class PartitionStore:
             # A write after the version check replaced the token: this copy is then never
             # used (local and Redis copies are both checked against the current token).
             self._remember(scope, full)
-            await self._store(blob_key, full)
             try:
                 await self._cold.store_snapshot(sessions, scope, cold)
             except SQLAlchemyError as exc:
                 log.warning("partition snapshot not stored: %s", exc)
+            # Last, so that the Redis copy existing means the fill is done (tests, bench).
+            await self._store(blob_key, full)
 
     async def _store(self, blob_key: str, partition: LoadedPartition) -> None:
         blob = encoding.encode(self._layout, partition.version, partition, vectors=True)
