@@ -198,7 +198,6 @@ class PartitionStore:
         if key not in self._refreshing:
             task = spawn(self._refresh_later(self._sessions, scope), "snapshot rebuild")
             self._refreshing[key] = task
-            task.add_done_callback(lambda _: self._refreshing.pop(key, None))
 
     async def _refresh_later(
         self, sessions: async_sessionmaker[AsyncSession], scope: RelationshipScope
@@ -206,13 +205,18 @@ class PartitionStore:
         """Rebuild after writes settle: a burst of writes (an import in batches) costs
         one rebuild, not one per batch, and a write during a rebuild is not missed."""
         key = (scope.tenant_id, scope.relationship_id)
-        while key in self._written:
-            self._written.discard(key)
-            await asyncio.sleep(REBUILD_AFTER_SECONDS)
-            if key in self._written:
-                continue  # written to again meanwhile: wait for quiet
-            async with self._fill_slots:  # shares the fills' budget of background reads
-                await self.refresh_snapshot(sessions, scope)
+        try:
+            while key in self._written:
+                self._written.discard(key)
+                await asyncio.sleep(REBUILD_AFTER_SECONDS)
+                if key in self._written:
+                    continue  # written to again meanwhile: wait for quiet
+                async with self._fill_slots:  # shares the fills' budget of background reads
+                    await self.refresh_snapshot(sessions, scope)
+        finally:
+            # In the same step as the last check (a done callback runs a step later, and
+            # a write in between would find this task still registered and be missed).
+            self._refreshing.pop(key, None)
 
     async def refresh_snapshot(
         self, sessions: async_sessionmaker[AsyncSession], scope: RelationshipScope
