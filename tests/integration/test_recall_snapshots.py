@@ -429,3 +429,29 @@ async def test_after_a_burst_of_writes_the_snapshot_holds_all_of_them(
             {"r": rid},
         )
     assert count == len(MEMORIES) + 5
+
+
+async def test_an_edit_committed_while_the_query_is_embedded_is_not_served_stale(
+    settings: Settings, client, make_tenant, resources
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid, ids = await _large(client, headers, "snap-between")
+    await _wait_for_snapshot(resources, rid)
+    reader = ColdReader(rank_weights(settings), None, 3)
+    scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
+
+    async def embedded_after_an_edit() -> None:
+        # The read has fetched the snapshot by now; this edit commits before its check.
+        async with resources.sessions() as session, session.begin():
+            await session.execute(
+                text("UPDATE memories SET content = 'edited meanwhile' WHERE id = :id"),
+                {"id": ids[0]},
+            )
+
+    async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
+        partition = await reader.read(session, scope, embedded_after_an_edit(), "v")
+    assert partition.source == "cold"
+    contents = [r.content for r in partition.records]
+    assert "edited meanwhile" in contents
+    assert MEMORIES[0] not in contents

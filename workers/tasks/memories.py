@@ -40,8 +40,12 @@ async def _extract(
             services.chat,
         ).run(session_id)
     # The extraction's writes dropped a large partition's snapshot: rebuild it now, so
-    # the relationship's next cold read does not index its rows.
-    await services.partitions.refresh_snapshot(resources.sessions, scope)
+    # the relationship's next cold read does not index its rows. The extraction has
+    # committed; a failure here (a cache) must not fail the task.
+    try:
+        await services.partitions.refresh_snapshot(resources.sessions, scope)
+    except Exception:
+        log.exception("partition snapshot not rebuilt after an extraction")
     if report.status in ("extracted", "raw_only"):
         try:
             await WorkingMemory(resources.redis).drop_session(scope, session_id)

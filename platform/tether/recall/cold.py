@@ -35,12 +35,14 @@ from sqlalchemy import (
     literal,
     literal_column,
     select,
+    text,
 )
 from sqlalchemy.dialects.postgresql import REAL, insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import QueryableAttribute
 
 from tenancy.ids import RelationshipScope
+from tenancy.models import Relationship
 from tether.core.ids import TenantId
 from tether.core.telemetry import traced
 from tether.core.tenant_sessions import tenant_transaction
@@ -89,6 +91,8 @@ SNAPSHOT_COLUMNS = (
 )
 # Bumped when the snapshot body's layout changes.
 SNAPSHOT_FORMAT = 1
+# How long storing a snapshot may wait for a row lock (a tenant's deletion holds one).
+STORE_LOCK_TIMEOUT = "200ms"
 # One row of a snapshot check (_check_row): id, cosine distance, statistics.
 CHECK_ROW = np.dtype(
     [("key", "V16"), ("distance", ">f4"), ("statistics", f"V{STATISTICS_ROW.itemsize}")]
@@ -142,10 +146,16 @@ def _check_row(distance: ColumnElement[Any]) -> ColumnElement[bytes]:
     return row
 
 
-def _concatenated(row: ColumnElement[bytes], scope: RelationshipScope) -> Any:
-    """One bytea of ``row`` for every active memory of the partition, in order."""
+def _concatenated(row: ColumnElement[bytes], scope: RelationshipScope, *also: Any) -> Any:
+    """One bytea of ``row`` for every active memory of the partition, in order (and
+    ``also``, evaluated in the same statement)."""
     rows = _partition(select(row.label("row")), scope).subquery()
-    return select(func.string_agg(rows.c.row, literal(b"", LargeBinary), type_=LargeBinary))
+    return select(func.string_agg(rows.c.row, literal(b"", LargeBinary), type_=LargeBinary), *also)
+
+
+def _snapshot_version() -> ColumnElement[str]:
+    """The transaction that wrote a snapshot row: it changes with every store."""
+    return cast(literal_column("recall_snapshots.xmin"), Text)
 
 
 class ColdReader:
@@ -193,17 +203,23 @@ class ColdReader:
         # a third of the time here, and a second connection per request deadlocked a
         # full pool.
         connection = await session.connection()
-        body = await connection.scalar(self._snapshot_of(scope, PartitionSnapshot.body))
-        snapshot = None if body is None else encoding.decode(body)
+        stored = (
+            await connection.execute(
+                self._snapshot_of(scope, PartitionSnapshot.body, _snapshot_version())
+            )
+        ).first()
+        snapshot = None if stored is None else encoding.decode(stored[0])
         vector = await query_vector
-        if snapshot is not None:
-            found = await self._from_snapshot(connection, scope, snapshot, vector, version)
+        if stored is not None and snapshot is not None:
+            found = await self._from_snapshot(
+                connection, scope, snapshot, stored[1], vector, version
+            )
             if found is not None:
                 return found
         return await self._from_rows(connection, scope, vector, version)
 
-    def _snapshot_of(self, scope: RelationshipScope, column: Any) -> Any:
-        return select(column).where(
+    def _snapshot_of(self, scope: RelationshipScope, *columns: Any) -> Any:
+        return select(*columns).where(
             PartitionSnapshot.relationship_id == scope.relationship_id,
             PartitionSnapshot.tenant_id == scope.tenant_id,
             PartitionSnapshot.layout == self.snapshot_layout,
@@ -229,14 +245,20 @@ class ColdReader:
         connection: AsyncConnection,
         scope: RelationshipScope,
         snapshot: encoding.EncodedPartition,
+        snapshot_version: str,
         vector: Vector | None,
         version: str,
     ) -> LoadedPartition | None:
-        """``snapshot`` completed from the rows, if it still holds their ids."""
-        raw = await connection.scalar(_concatenated(_check_row(self._distance(vector)), scope))
+        """``snapshot`` completed from the rows, if it still holds their ids and is still
+        stored: the rows and the snapshot row are read by one statement, and a write
+        that changes what a snapshot holds deletes it in its own transaction, so a write
+        committed since the snapshot was fetched is seen here (as a missing snapshot)."""
+        still = self._snapshot_of(scope, _snapshot_version()).scalar_subquery()
+        check = _concatenated(_check_row(self._distance(vector)), scope, still)
+        raw, current_version = (await connection.execute(check)).one()
         rows = np.frombuffer(raw or b"", dtype=CHECK_ROW)
-        if rows["key"].tobytes() != snapshot.keys:
-            return None  # changed since (the trigger deletes it; this is its race)
+        if current_version != snapshot_version or rows["key"].tobytes() != snapshot.keys:
+            return None  # changed since it was fetched: read the rows
         distances = rows["distance"].astype(np.float32)
         similarity, has_vector = similarity_of(distances, vector is not None)
         now = np.frombuffer(rows["statistics"].tobytes(), dtype=STATISTICS_ROW)
@@ -328,7 +350,21 @@ class ColdReader:
         rows are unchanged; False if they changed or a write holds the lock."""
         if partition.row_versions is None:
             return False
+        # Encoded before the lock is taken: writes to this bucket wait while it is held.
+        body = encoding.encode(self.snapshot_layout, "", partition, vectors=False)
         async with tenant_transaction(sessions, TenantId(scope.tenant_id)) as session:
+            # A snapshot is a cache: rather than wait, give up.
+            await session.execute(text(f"SET LOCAL lock_timeout = '{STORE_LOCK_TIMEOUT}'"))
+            # The relationship's row first: deleting it (an erasure) cascades into the
+            # trigger, which waits for the lock below; the insert's foreign-key check
+            # would then wait for the delete, a deadlock the erasure would lose.
+            found = await session.scalar(
+                select(Relationship.id)
+                .where(Relationship.id == scope.relationship_id)
+                .with_for_update(key_share=True)
+            )
+            if found is None:
+                return False
             bucket = func.hashtext(str(scope.relationship_id)).op("&")(LOCK_BUCKETS)
             lock = func.pg_try_advisory_xact_lock(LOCK_CLASS, bucket)
             if not await session.scalar(select(lock)):
@@ -336,7 +372,6 @@ class ColdReader:
             current = await session.scalar(_concatenated(_row_version(), scope))
             if current != partition.row_versions:
                 return False
-            body = encoding.encode(self.snapshot_layout, "", partition, vectors=False)
             values = {
                 "layout": self.snapshot_layout,
                 "memories": len(partition.records),

@@ -65,6 +65,8 @@ FILLS_AT_ONCE = 2
 FILLS_WAITING = 32
 # A snapshot is rebuilt this long after the last write to its relationship.
 REBUILD_AFTER_SECONDS = 0.2
+# Relationships waiting for a rebuild per process; past this, writes start none.
+REBUILDS_WAITING = 64
 
 
 @dataclass(slots=True)
@@ -194,6 +196,8 @@ class PartitionStore:
             log.error("hot partition of %s not invalidated: %s", scope.relationship_id, exc)
         if self._sessions is None:
             return
+        if key not in self._refreshing and len(self._refreshing) >= REBUILDS_WAITING:
+            return  # a write storm: the next cold read stores the snapshot instead
         self._written.add(key)
         if key not in self._refreshing:
             task = spawn(self._refresh_later(self._sessions, scope), "snapshot rebuild")
@@ -331,6 +335,8 @@ class PartitionStore:
                 await self._cold.store_snapshot(sessions, scope, cold)
             except SQLAlchemyError as exc:
                 log.warning("partition snapshot not stored: %s", exc)
+            except Exception:  # a snapshot is derived data: its failure must not stop the fill
+                log.exception("partition snapshot not stored")
             # Last, so that the Redis copy existing means the fill is done (tests, bench).
             await self._store(blob_key, full)
 
