@@ -99,12 +99,20 @@ CHECK_ROW = np.dtype(
 )
 
 
+def _joined(*parts: ColumnElement[bytes]) -> ColumnElement[bytes]:
+    """``parts`` concatenated into one bytea."""
+    joined = parts[0]
+    for part in parts[1:]:
+        joined = joined.op("||", return_type=LargeBinary)(part)
+    return joined
+
+
 def _row_version() -> ColumnElement[bytes]:
     """A row's id and the transaction that wrote its current version: 24 bytes that
     change with any update of the row."""
     xmin = cast(cast(literal_column("xmin"), Text), BigInteger)
-    return func.uuid_send(Memory.id, type_=LargeBinary).op("||", return_type=LargeBinary)(
-        func.int8send(xmin, type_=LargeBinary)
+    return _joined(
+        func.uuid_send(Memory.id, type_=LargeBinary), func.int8send(xmin, type_=LargeBinary)
     )
 
 
@@ -131,7 +139,7 @@ def _micros(moment: QueryableAttribute[Any], default: int) -> ColumnElement[Any]
 def _check_row(distance: ColumnElement[Any]) -> ColumnElement[bytes]:
     """A memory as one ``CHECK_ROW``: what a snapshot cannot hold (its distance to the
     query, its statistics) with the id that says the row is the snapshot's."""
-    parts = [
+    return _joined(
         func.uuid_send(Memory.id, type_=LargeBinary),
         func.float4send(cast(func.coalesce(distance, NO_DISTANCE), REAL), type_=LargeBinary),
         func.float8send(Memory.importance, type_=LargeBinary),
@@ -139,11 +147,7 @@ def _check_row(distance: ColumnElement[Any]) -> ColumnElement[bytes]:
         func.float8send(Memory.strength, type_=LargeBinary),
         func.int8send(_micros(Memory.last_recalled_at, NEVER_RECALLED), type_=LargeBinary),
         func.int8send(_micros(Memory.expires_at, NEVER_EXPIRES), type_=LargeBinary),
-    ]
-    row: ColumnElement[bytes] = parts[0]
-    for part in parts[1:]:
-        row = row.op("||", return_type=LargeBinary)(part)
-    return row
+    )
 
 
 def _concatenated(row: ColumnElement[bytes], scope: RelationshipScope, *also: Any) -> Any:
@@ -166,7 +170,7 @@ class ColdReader:
         snapshot_min_memories: int | None,
     ) -> None:
         """``snapshot_min_memories``: partitions at least this large get a snapshot
-        (None: snapshots are read but never stored, as in workers and the CLI)."""
+        (None: snapshots are read but never stored, as in the CLI)."""
         self._weights = weights
         # Vectors of another model (before `tether reindex` ran) are not comparable
         # with query vectors: those memories rank lexically until reindexed.

@@ -44,19 +44,9 @@ class PartitionRecord(msgspec.Struct, array_like=True, frozen=True, gc=False):
     def id(self) -> uuid.UUID:
         return uuid.UUID(bytes=self.key)
 
-    @property
-    def statistics(self) -> tuple[float, float, float, datetime | None, datetime | None]:
-        """What recalls and upkeep change in place (a snapshot does not hold these)."""
-        return (
-            self.importance,
-            self.confidence,
-            self.strength,
-            self.last_recalled_at,
-            self.expires_at,
-        )
 
-
-# The fields of PartitionRecord.statistics, in order.
+# The PartitionRecord fields that recalls and upkeep change in place: a snapshot is
+# completed with their current values from the rows (STATISTICS_ROW below).
 STATISTICS = ("importance", "confidence", "strength", "last_recalled_at", "expires_at")
 # The same as one binary row, as Postgres sends it (float8send, int8send: big-endian);
 # times in microseconds since the epoch, NULL as the int64 extreme that sorts the same.
