@@ -357,6 +357,13 @@ async def test_erasure_leaves_nothing_of_the_user_in_postgres_or_redis(
         json={"value": marker, "scope": "profile"},
         headers=gateway,
     )
+    await client.put(
+        f"/v1/users/{user}/consent", json={"scopes": ["profile"], "source": "t"}, headers=gateway
+    )
+    context = await client.post(
+        "/v1/context", json={"relationship_id": rid, "query": marker}, headers=gateway
+    )  # fills the card, consent and partition caches
+    assert marker in context.json()["context"]
     assert (
         await client.delete(f"/v1/users/{user}", headers=gateway)
     ).status_code == 403  # admin only
@@ -390,6 +397,8 @@ async def test_erasure_leaves_nothing_of_the_user_in_postgres_or_redis(
             else (await resources.redis.lrange(key, 0, -1) if kind == b"list" else [])
         )
         assert not any(v and marker.encode() in v for v in values), key
+        assert user.encode() not in key, key
+        assert rid.encode() not in key, key
     assert (
         await client.get(f"/v1/relationships/{rid}/memories", headers=gateway)
     ).status_code == 404

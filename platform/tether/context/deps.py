@@ -19,6 +19,7 @@ from tether.knowledge.engine import KnowledgeResult
 from tether.knowledge.retrieval import knowledge_for_context
 from tether.personas.cache import ProfileCache
 from tether.personas.services import PersonaProfileReader
+from tether.profiles.consent_cache import consent_cache
 from tether.profiles.services import ConsentedProfile
 from tether.recall.services import Recall
 from tether.turns.working_memory import WorkingMemory
@@ -63,6 +64,6 @@ def provide_context_service(
         principal,
         enforcer,
         settings,
-        ConsentedProfile(db_session, principal, enforcer),
+        ConsentedProfile(db_session, principal, enforcer, consent_cache(resources)),
         knowledge,
     )

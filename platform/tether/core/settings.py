@@ -63,6 +63,10 @@ class AccessSettings(BaseModel):
     # bounds how long another replica decides with the old rules after a change (the
     # replica that made the change applies it at once).
     policy_cache_seconds: float = Field(default=10.0, ge=0)
+    # Each user's consented scopes are cached in Redis for the context builder. Consent
+    # changes replace the entry at once; the TTL only bounds a failure between a change's
+    # commit and its cache write (see tether/profiles/consent_cache.py).
+    consent_cache_seconds: int = Field(default=300, ge=1)
 
 
 class IngestSettings(BaseModel):

@@ -12,14 +12,24 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.guard import policy
 from tenancy.access.principal import Principal
+from tether.core.resources import Resources
 from tether.profiles import schemas as s
+from tether.profiles.consent_cache import consent_cache
 from tether.profiles.services import ProfileService
 
 
 def provide_profile_service(
-    state: State, db_session: NamedDependency[AsyncSession], principal: NamedDependency[Principal]
+    state: State,
+    db_session: NamedDependency[AsyncSession],
+    resources: NamedDependency[Resources],
+    principal: NamedDependency[Principal],
 ) -> ProfileService:
-    return ProfileService(db_session, principal, state.policy.for_tenant(principal.tenant_id))
+    return ProfileService(
+        db_session,
+        principal,
+        state.policy.for_tenant(principal.tenant_id),
+        consent_cache(resources),
+    )
 
 
 Profiles = NamedDependency[ProfileService]

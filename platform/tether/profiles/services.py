@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 
+from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.policy import PolicyEnforcer
@@ -14,7 +15,10 @@ from tenancy.audit.log import Actor, AuditLog
 from tenancy.errors import RelationshipNotFound
 from tenancy.graph.services import GraphService
 from tenancy.models import Relationship
+from tether.core.unit_of_work import on_commit
 from tether.profiles import schemas as s
+from tether.profiles.consent_cache import ConsentCache
+from tether.profiles.errors import ConsentCacheUnavailable
 from tether.profiles.models import ConsentRecord, GlobalProfileField
 from tether.profiles.repositories import ProfileRepository
 
@@ -54,11 +58,16 @@ def shareable(
 
 class ProfileService:
     def __init__(
-        self, session: AsyncSession, principal: Principal, enforcer: PolicyEnforcer
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        enforcer: PolicyEnforcer,
+        consent_cache: ConsentCache,
     ) -> None:
         self._session = session
         self._principal = principal
         self._enforcer = enforcer
+        self._consent_cache = consent_cache
         self._graph = GraphService(session, principal)
         self._profiles = ProfileRepository(session, principal.tenant_id)
         self._audit = AuditLog(session)
@@ -115,7 +124,16 @@ class ProfileService:
     async def put_consent(self, user_id: uuid.UUID, data: s.ConsentWrite) -> s.ConsentState:
         await self._graph.require_user(user_id)
         scopes = sorted({scope.value for scope in data.scopes})
+        tenant_id = self._principal.tenant_id
+        try:
+            await self._consent_cache.forget(tenant_id, user_id)
+        except RedisError as exc:
+            raise ConsentCacheUnavailable(
+                "the consent cache cannot be cleared, so the change is not made; retry"
+            ) from exc
         await self._profiles.add_consent(user_id, scopes, data.source, self._principal.key_id)
+        granted = frozenset(scopes)
+        on_commit(self._session, lambda: self._consent_cache.replace(tenant_id, user_id, granted))
         await self._audit.record(
             self._principal.tenant_id,
             Actor.of(self._principal),
@@ -138,20 +156,37 @@ class ConsentedProfile:
     never high-sensitivity ones. Each use is audited (a cross-relationship read)."""
 
     def __init__(
-        self, session: AsyncSession, principal: Principal, enforcer: PolicyEnforcer
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        enforcer: PolicyEnforcer,
+        consent_cache: ConsentCache,
     ) -> None:
         self._session = session
         self._principal = principal
         self._enforcer = enforcer
+        self._consent_cache = consent_cache
         self._profiles = ProfileRepository(session, principal.tenant_id)
+
+    async def _granted(self, user_id: uuid.UUID) -> frozenset[str]:
+        # Redis first: most users never consent, and this runs on every message.
+        tenant_id = self._principal.tenant_id
+        try:
+            cached = await self._consent_cache.get(tenant_id, user_id)
+        except RedisError:
+            return await self._profiles.granted_scopes(user_id)
+        if cached is not None:
+            return cached
+        granted = await self._profiles.granted_scopes(user_id)
+        await self._consent_cache.fill(tenant_id, user_id, granted)
+        return granted
 
     async def for_context(
         self, user_id: uuid.UUID, relationship_id: uuid.UUID
     ) -> list[GlobalProfileField]:
         if not self._enforcer.decide(self._principal.role.value, OBJECT, "read").allowed:
             return []
-        # On every context request: only the scopes are read, not the whole record.
-        granted = await self._profiles.granted_scopes(user_id)
+        granted = await self._granted(user_id)
         if not granted:
             return []  # the default: nothing learned elsewhere reaches this relationship
         shown, _ = shareable(await self._profiles.fields(user_id), granted, see_sensitive=False)

@@ -27,6 +27,7 @@ from tenancy.resolve.cache import resolve_key
 from tenancy.resolve.schemas import PersonaRef, ResolveRequest, UserRef
 from tether.core.ids import TenantId
 from tether.core.unit_of_work import on_commit
+from tether.profiles.consent_cache import consent_key
 from tether.recall.hot import partition_keys
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 class _Erased:
     tenant_id: uuid.UUID
     relationship_ids: list[uuid.UUID]
-    resolve_keys: list[str]
+    user_keys: list[str]  # the user's consent and resolve entries
 
 
 QUEUES = ("celery",)  # the queues our tasks go to (Celery's default)
@@ -67,7 +68,7 @@ async def remove_queued_tasks(broker: Redis, relationship_ids: list[uuid.UUID]) 
 
 
 async def _forget_in_redis(redis: Redis, erased: _Erased) -> None:
-    keys: list[str] = list(erased.resolve_keys)
+    keys: list[str] = list(erased.user_keys)
     patterns: list[str] = []
     for rid in erased.relationship_ids:
         base = f"{erased.tenant_id}:{rid}"
@@ -125,14 +126,15 @@ class ErasureService(UserEraser):
                 .where(Relationship.tenant_id == tenant_id, Relationship.global_user_id == user_id)
             )
         ).all()
-        resolve_keys = [
+        keys = [consent_key(tenant_id, user_id)]
+        keys += [
             resolve_key(
                 tenant_id,
                 ResolveRequest(UserRef(user.external_id), PersonaRef(persona, creator), facet),
             )
             for _, facet, persona, creator in rows
         ]
-        erased = _Erased(tenant_id, [rid for rid, *_ in rows], resolve_keys)
+        erased = _Erased(tenant_id, [rid for rid, *_ in rows], keys)
         # Everything of the user hangs off the user row by ON DELETE CASCADE: facets,
         # relationships, turns, sessions, memories and their versions, the consolidation
         # log, ownership events, profile fields, consent records.
