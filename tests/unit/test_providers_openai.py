@@ -46,7 +46,7 @@ def _fresh_server(server: FakeOpenAIServer) -> None:
 
 
 def make_endpoint(base_url: str, **overrides: Any) -> OpenAICompatibleEndpoint:
-    options = {"timeout_seconds": 1.0, "max_retries": 2, "backoff_seconds": 0.01} | overrides
+    options = {"timeout_seconds": 10.0, "max_retries": 2, "backoff_seconds": 0.01} | overrides
     return OpenAICompatibleEndpoint(base_url, **options)
 
 
