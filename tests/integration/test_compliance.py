@@ -13,10 +13,11 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from tests.support import resolve_body
+from tests.support import resolve_body, wait_for_hot_copy
 from tether.core.database import TENANT_INFO, create_engine, create_session_factory
 from tether.core.resources import Resources
 from tether.core.settings import Settings
+from tether.profiles.consent_cache import consent_key
 
 pytestmark = pytest.mark.integration
 
@@ -364,6 +365,8 @@ async def test_erasure_leaves_nothing_of_the_user_in_postgres_or_redis(
         "/v1/context", json={"relationship_id": rid, "query": marker}, headers=gateway
     )  # fills the card, consent and partition caches
     assert marker in context.json()["context"]
+    await wait_for_hot_copy(resources.redis, rid)  # no fill lands after the erasure
+    assert await resources.redis.exists(consent_key(uuid.UUID(tenant.id), uuid.UUID(user)))
     assert (
         await client.delete(f"/v1/users/{user}", headers=gateway)
     ).status_code == 403  # admin only

@@ -4,19 +4,24 @@ serves old scopes, and a change that cannot clear the cache is refused."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from tenancy.audit.log import AuditLog
 from tests.support import count_sql, resolve_body, wait_for_hot_copy
 from tether.api.request_id import request_id_middleware
 from tether.app import bind_resources, create_app
+from tether.core.ids import new_id
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
 from tether.profiles.consent_cache import ConsentCache, consent_key
+from tether.profiles.grants import Grant
 
 pytestmark = pytest.mark.integration
 
@@ -88,19 +93,93 @@ async def test_a_withdrawal_stops_the_sharing_on_the_next_message(
     assert "nick-withdraw" not in await _context(client, gateway, rid)
     cache = ConsentCache(resources.redis, 60)
     cached = await cache.get(uuid.UUID(tenant.id), uuid.UUID(user))
-    assert cached == frozenset()
+    assert cached is not None
+    assert cached.scopes == frozenset()
 
 
-async def test_a_reader_cannot_overwrite_a_change_with_what_it_read_before(
+async def test_the_cache_settles_on_the_current_record_whatever_the_order(
     resources: Resources,
 ) -> None:
     cache = ConsentCache(resources.redis, 60)
     tenant, user = uuid.uuid4(), uuid.uuid4()
-    await cache.forget(tenant, user)  # a change starts
-    await cache.replace(tenant, user, frozenset())  # ... and commits a withdrawal
-    await cache.fill(tenant, user, frozenset({"profile"}))  # a reader of the old row
-    assert await cache.get(tenant, user) == frozenset()
+    old = Grant.of(new_id(), frozenset({"profile"}))
+    withdrawn = Grant.of(new_id(), frozenset())
+    marker = await cache.begin_change(tenant, user)  # a change starts
+    await cache.fill(tenant, user, old)  # a reader of the old record
+    assert await cache.get(tenant, user) is None  # readers keep going to Postgres
+    await cache.finish_change(tenant, user, marker, withdrawn)  # ... it committed
+    assert await cache.get(tenant, user) == withdrawn
+    await cache.fill(tenant, user, old)  # a slow reader of the old record
+    assert await cache.get(tenant, user) == withdrawn
+    # Two changes, the second marked before the first writes after its commit: the
+    # first leaves the second's marker alone.
+    first = await cache.begin_change(tenant, user)
+    second = await cache.begin_change(tenant, user)
+    regrant = Grant.of(new_id(), frozenset({"profile", "spending"}))
+    withdrawn_again = Grant.of(new_id(), frozenset())
+    await cache.finish_change(tenant, user, first, regrant)
+    assert await cache.get(tenant, user) is None
+    await cache.finish_change(tenant, user, second, withdrawn_again)
+    assert await cache.get(tenant, user) == withdrawn_again
+    await cache.finish_change(tenant, user, first, regrant)  # a late duplicate
+    assert await cache.get(tenant, user) == withdrawn_again
     assert await cache.get(uuid.uuid4(), user) is None  # another tenant's key
+    await resources.redis.set(consent_key(tenant, user), b"\xff garbage")
+    assert await cache.get(tenant, user) is None  # unreadable: a miss, not a 500
+
+
+async def test_a_context_during_a_change_reads_postgres_and_the_change_wins(
+    client, make_tenant, resources: Resources, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = await make_tenant()
+    gateway = await tenant.key("gateway")
+    rid, user = await _user_with_field(client, gateway, "between")
+    assert (await _consent(client, gateway, user, ["profile"])).status_code == 200
+    assert "nick-between" in await _context(client, gateway, rid)  # granted, cached
+    reached, release = asyncio.Event(), asyncio.Event()
+    record = AuditLog.record
+
+    async def paused(self: AuditLog, *args: Any, **kwargs: Any) -> Any:
+        if args[2] == "consent.change":  # the withdrawal's record is written, not committed
+            reached.set()
+            await release.wait()
+        return await record(self, *args, **kwargs)
+
+    monkeypatch.setattr(AuditLog, "record", paused)
+    withdrawal = asyncio.create_task(_consent(client, gateway, user, []))
+    await asyncio.wait_for(reached.wait(), 10)
+    # Not committed yet: the consent in force is still the grant, read from Postgres,
+    # and this reader must not put it back into the cache.
+    assert "nick-between" in await _context(client, gateway, rid)
+    key = consent_key(uuid.UUID(tenant.id), uuid.UUID(user))
+    assert (await resources.redis.get(key) or b"").startswith(b"change:")
+    release.set()
+    assert (await withdrawal).status_code == 200
+    assert "nick-between" not in await _context(client, gateway, rid)
+
+
+async def test_a_change_that_fails_after_marking_leaves_the_consent_as_it_was(
+    client, make_tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = await make_tenant()
+    gateway = await tenant.key("gateway")
+    rid, user = await _user_with_field(client, gateway, "rolled-back")
+    assert (await _consent(client, gateway, user, ["profile"])).status_code == 200
+    assert "nick-rolled-back" in await _context(client, gateway, rid)
+    record = AuditLog.record
+
+    async def failing(self: AuditLog, *args: Any, **kwargs: Any) -> Any:
+        if args[2] == "consent.change":
+            raise RuntimeError("the audit insert failed")
+        return await record(self, *args, **kwargs)
+
+    monkeypatch.setattr(AuditLog, "record", failing)
+    failed = await _consent(client, gateway, user, [])
+    assert failed.status_code == 500  # the injected fault
+    monkeypatch.setattr(AuditLog, "record", record)
+    state = (await client.get(f"/v1/users/{user}/consent", headers=gateway)).json()
+    assert [h["scopes"] for h in state["history"]] == [["profile"]]
+    assert "nick-rolled-back" in await _context(client, gateway, rid)  # as in Postgres
 
 
 async def test_redis_down_reads_consent_from_postgres(
@@ -111,7 +190,11 @@ async def test_redis_down_reads_consent_from_postgres(
     rid, user = await _user_with_field(client, gateway, "outage")
     assert "nick-outage" not in await _context(client, gateway, rid)  # "no scopes" cached
     assert (await _consent(client, gateway, user, ["profile"])).status_code == 200
-    assert "nick-outage" in await _context(redis_down, gateway, rid)
+    during = await redis_down.post(
+        "/v1/context", json={"relationship_id": rid, "query": "hello"}, headers=gateway
+    )
+    assert "nick-outage" in during.json()["context"]
+    assert "redis" in during.json()["degraded"]
     assert (await _consent(client, gateway, user, [])).status_code == 200
     assert "nick-outage" not in await _context(redis_down, gateway, rid)
 

@@ -225,6 +225,8 @@ class ContextService:
         budgets = self._settings.context
         profile = await self._profiles.current(card.creator_persona_id)
         shared = await self._global_profile.for_context(card.global_user_id, card.id)
+        if self._global_profile.redis_degraded and "redis" not in degraded:
+            degraded.append("redis")
         timings["profile"] = _ms(started)
         recall_task = None
         if request.memory_enabled:

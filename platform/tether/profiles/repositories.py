@@ -9,7 +9,9 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenancy.models import GlobalUser
 from tether.core.ids import TenantId, new_id
+from tether.profiles.grants import Grant
 from tether.profiles.models import ConsentRecord, GlobalProfileField
 
 
@@ -63,10 +65,11 @@ class ProfileRepository:
         )
         return (await self._session.execute(statement)).scalar_one_or_none()
 
-    async def granted_scopes(self, user_id: uuid.UUID) -> frozenset[str]:
-        """The scopes of the user's current consent (none without one, or withdrawn)."""
+    async def current_grant(self, user_id: uuid.UUID) -> Grant:
+        """The scopes of the user's current consent (none without one, or withdrawn),
+        with the record they come from."""
         statement = (
-            select(ConsentRecord.withdrawn, ConsentRecord.scopes)
+            select(ConsentRecord.id, ConsentRecord.withdrawn, ConsentRecord.scopes)
             .where(
                 ConsentRecord.tenant_id == self._tenant_id, ConsentRecord.global_user_id == user_id
             )
@@ -74,7 +77,19 @@ class ProfileRepository:
             .limit(1)
         )
         row = (await self._session.execute(statement)).first()
-        return frozenset() if row is None or row.withdrawn else frozenset(row.scopes)
+        if row is None:
+            return Grant.of(None, frozenset())
+        return Grant.of(row.id, frozenset() if row.withdrawn else frozenset(row.scopes))
+
+    async def lock_consent(self, user_id: uuid.UUID) -> None:
+        """Serialise consent changes of one user until the transaction ends, so records
+        are made (and their ids taken) in the order the changes commit."""
+        statement = (
+            select(GlobalUser.id)
+            .where(GlobalUser.tenant_id == self._tenant_id, GlobalUser.id == user_id)
+            .with_for_update(key_share=True)
+        )
+        await self._session.execute(statement)
 
     async def add_consent(
         self, user_id: uuid.UUID, scopes: list[str], source: str, actor_key_id: uuid.UUID | None

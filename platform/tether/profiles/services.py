@@ -4,6 +4,7 @@ consent change is audited in the same transaction."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 from redis.exceptions import RedisError
@@ -19,8 +20,11 @@ from tether.core.unit_of_work import on_commit
 from tether.profiles import schemas as s
 from tether.profiles.consent_cache import ConsentCache
 from tether.profiles.errors import ConsentCacheUnavailable
+from tether.profiles.grants import Grant
 from tether.profiles.models import ConsentRecord, GlobalProfileField
 from tether.profiles.repositories import ProfileRepository
+
+log = logging.getLogger(__name__)
 
 OBJECT = "global_user_profile"
 SENSITIVE = "global_user_profile:sensitive"
@@ -125,15 +129,20 @@ class ProfileService:
         await self._graph.require_user(user_id)
         scopes = sorted({scope.value for scope in data.scopes})
         tenant_id = self._principal.tenant_id
+        await self._profiles.lock_consent(user_id)
         try:
-            await self._consent_cache.forget(tenant_id, user_id)
+            marker = await self._consent_cache.begin_change(tenant_id, user_id)
         except RedisError as exc:
             raise ConsentCacheUnavailable(
-                "the consent cache cannot be cleared, so the change is not made; retry"
+                "the cached consent cannot be marked as changing, so the change is not made;"
+                " retry when Redis is reachable"
             ) from exc
-        await self._profiles.add_consent(user_id, scopes, data.source, self._principal.key_id)
-        granted = frozenset(scopes)
-        on_commit(self._session, lambda: self._consent_cache.replace(tenant_id, user_id, granted))
+        record = await self._profiles.add_consent(
+            user_id, scopes, data.source, self._principal.key_id
+        )
+        grant = Grant.of(record.id, frozenset() if record.withdrawn else frozenset(scopes))
+        cache = self._consent_cache
+        on_commit(self._session, lambda: cache.finish_change(tenant_id, user_id, marker, grant))
         await self._audit.record(
             self._principal.tenant_id,
             Actor.of(self._principal),
@@ -167,19 +176,22 @@ class ConsentedProfile:
         self._enforcer = enforcer
         self._consent_cache = consent_cache
         self._profiles = ProfileRepository(session, principal.tenant_id)
+        self.redis_degraded = False
 
     async def _granted(self, user_id: uuid.UUID) -> frozenset[str]:
         # Redis first: most users never consent, and this runs on every message.
         tenant_id = self._principal.tenant_id
         try:
             cached = await self._consent_cache.get(tenant_id, user_id)
-        except RedisError:
-            return await self._profiles.granted_scopes(user_id)
+        except RedisError as exc:
+            log.warning("consent cache unavailable, reading Postgres: %s", exc)
+            self.redis_degraded = True
+            return (await self._profiles.current_grant(user_id)).scopes
         if cached is not None:
-            return cached
-        granted = await self._profiles.granted_scopes(user_id)
-        await self._consent_cache.fill(tenant_id, user_id, granted)
-        return granted
+            return cached.scopes
+        grant = await self._profiles.current_grant(user_id)
+        await self._consent_cache.fill(tenant_id, user_id, grant)
+        return grant.scopes
 
     async def for_context(
         self, user_id: uuid.UUID, relationship_id: uuid.UUID
