@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import Any
 
+import httpx
 from redis.asyncio import Redis
 from sqlalchemy import event
 
-from tether.core.resources import Resources
+from tether.api.request_id import request_id_middleware
+from tether.app import bind_resources, create_app
+from tether.core.resources import Resources, open_resources
+from tether.core.settings import Settings
 
 
 @contextmanager
@@ -53,3 +58,22 @@ def resolve_body(
         "facet": facet,
         "persona": {"external_id": persona, "creator_external_id": creator},
     }
+
+
+@asynccontextmanager
+async def app_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of another app in this process, on its own resources (``settings``)."""
+    app = create_app(settings)
+    async with open_resources(settings) as resources:
+        bind_resources(app, resources)
+        transport = httpx.ASGITransport(app=request_id_middleware(app))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            yield client
+        await app.state.embedder.aclose()
+
+
+def redis_down_client(
+    settings: Settings, tmp_path: Path
+) -> AbstractAsyncContextManager[httpx.AsyncClient]:
+    """A client of an app on the same Postgres whose Redis is unreachable."""
+    return app_client(settings.model_copy(update={"redis_url": f"unix://{tmp_path}/absent.sock"}))

@@ -14,11 +14,9 @@ import httpx
 import pytest
 
 from tenancy.audit.log import AuditLog
-from tests.support import count_sql, resolve_body, wait_for_hot_copy
-from tether.api.request_id import request_id_middleware
-from tether.app import bind_resources, create_app
+from tests.support import count_sql, redis_down_client, resolve_body, wait_for_hot_copy
 from tether.core.ids import new_id
-from tether.core.resources import Resources, open_resources
+from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.profiles.consent_cache import ConsentCache, consent_key
 from tether.profiles.grants import Grant
@@ -28,14 +26,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 async def redis_down(settings: Settings, tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
-    """A client of an app whose Redis is unreachable (the same Postgres)."""
-    broken = settings.model_copy(update={"redis_url": f"unix://{tmp_path}/absent.sock"})
-    app = create_app(broken)
-    async with open_resources(broken) as down_resources:
-        bind_resources(app, down_resources)
-        transport = httpx.ASGITransport(app=request_id_middleware(app))
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as down:
-            yield down
+    async with redis_down_client(settings, tmp_path) as down:
+        yield down
 
 
 async def _user_with_field(client, headers, name: str) -> tuple[str, str]:

@@ -10,10 +10,7 @@ import httpx
 import pytest
 
 from tests.providers_server import FakeOpenAIServer, Reply
-from tests.support import resolve_body, wait_for_hot_copy
-from tether.api.request_id import request_id_middleware
-from tether.app import bind_resources, create_app
-from tether.core.resources import open_resources
+from tests.support import app_client, redis_down_client, resolve_body, wait_for_hot_copy
 from tether.core.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -44,13 +41,8 @@ async def remote_client(settings: Settings, embedding_server) -> AsyncIterator[h
             )
         }
     )
-    app = create_app(remote)
-    async with open_resources(remote) as resources:
-        bind_resources(app, resources)
-        transport = httpx.ASGITransport(app=request_id_middleware(app))
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
-            yield http
-        await app.state.embedder.aclose()
+    async with app_client(remote) as http:
+        yield http
 
 
 async def _relationship(client, headers, user: str) -> str:
@@ -143,20 +135,13 @@ async def test_redis_down_reads_partitions_from_postgres_and_refills_after(
     await wait_for_hot_copy(resources.redis, rid)
     again = (await client.post(search, json={"query": "sister Lyon"}, headers=headers)).json()
     assert again["tier"] == "local"
-    broken = settings.model_copy(update={"redis_url": f"unix://{tmp_path}/absent.sock"})
-    app = create_app(broken)
-    async with open_resources(broken) as down_resources:
-        bind_resources(app, down_resources)
-        transport = httpx.ASGITransport(app=request_id_middleware(app))
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as down:
-            during = (
-                await down.post(search, json={"query": "sister Lyon"}, headers=headers)
-            ).json()
-            context = (
-                await down.post(
-                    "/v1/context", json={"relationship_id": rid, "query": "sister"}, headers=headers
-                )
-            ).json()
+    async with redis_down_client(settings, tmp_path) as down:
+        during = (await down.post(search, json={"query": "sister Lyon"}, headers=headers)).json()
+        context = (
+            await down.post(
+                "/v1/context", json={"relationship_id": rid, "query": "sister"}, headers=headers
+            )
+        ).json()
     assert during["tier"] == "cold"
     assert "redis" in during["degraded"]
     assert [r["content"] for r in during["results"]] == ["The user's sister lives in Lyon"]

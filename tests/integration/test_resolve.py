@@ -2,15 +2,12 @@
 
 import asyncio
 
-import httpx
 import pytest
 from sqlalchemy import func, select
 
 from tenancy.models import Relationship
-from tests.support import count_sql
-from tether.api.request_id import request_id_middleware
-from tether.app import bind_resources, create_app
-from tether.core.resources import Resources, open_resources
+from tests.support import count_sql, redis_down_client
+from tether.core.resources import Resources
 from tether.core.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -83,15 +80,10 @@ async def test_resolve_is_correct_when_redis_is_down(
     tenant = await make_tenant()
     gateway = await tenant.key("gateway")
     expected = (await client.post("/v1/resolve", json=body("nored"), headers=gateway)).json()
-    broken = settings.model_copy(update={"redis_url": f"unix://{tmp_path}/absent.sock"})
-    app = create_app(broken)
-    async with open_resources(broken) as resources:
-        bind_resources(app, resources)
-        transport = httpx.ASGITransport(app=request_id_middleware(app))
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as down:
-            same = await down.post("/v1/resolve", json=body("nored"), headers=gateway)
-            fresh = await down.post("/v1/resolve", json=body("new-user"), headers=gateway)
-            fresh_again = await down.post("/v1/resolve", json=body("new-user"), headers=gateway)
+    async with redis_down_client(settings, tmp_path) as down:
+        same = await down.post("/v1/resolve", json=body("nored"), headers=gateway)
+        fresh = await down.post("/v1/resolve", json=body("new-user"), headers=gateway)
+        fresh_again = await down.post("/v1/resolve", json=body("new-user"), headers=gateway)
     assert same.status_code == 200
     assert same.json()["relationship_id"] == expected["relationship_id"]
     assert fresh.status_code == 201

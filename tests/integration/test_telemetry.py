@@ -24,10 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from redis import Redis as SyncRedis
 
 from tests.conftest import start_worker, stop_worker
-from tests.support import resolve_body
-from tether.api.request_id import request_id_middleware
-from tether.app import bind_resources, create_app
-from tether.core.resources import open_resources
+from tests.support import app_client, resolve_body
 from tether.core.settings import Settings
 from tether.core.telemetry import RELATIONSHIP, TENANT, setup_telemetry
 
@@ -54,13 +51,8 @@ async def traced(
     settings: Settings, exporter: InMemorySpanExporter, client: httpx.AsyncClient
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The app with telemetry, bound after the shared client (its gauges win)."""
-    app = create_app(settings)
-    async with open_resources(settings) as resources:
-        bind_resources(app, resources)
-        transport = httpx.ASGITransport(app=request_id_middleware(app))
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
-            yield http
-        await app.state.embedder.aclose()
+    async with app_client(settings) as http:
+        yield http
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import func, select
 
 from tenancy.ids import RelationshipId, RelationshipScope
-from tests.support import count_sql, resolve_body
+from tests.support import count_sql, redis_down_client, resolve_body
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.turns.claims import WorkingMemoryEntry, working_memory_key
@@ -299,21 +299,12 @@ async def test_queue_down_stores_synchronously_and_says_so(
 async def test_redis_down_still_accepts_turns_into_postgres(
     client, gateway, resources, settings, tmp_path
 ) -> None:
-    from tether.api.request_id import request_id_middleware
-    from tether.app import bind_resources, create_app
-    from tether.core.resources import open_resources
-
     _, headers = gateway
     rid = await _relationship(client, headers, "redis-down")
-    broken = settings.model_copy(update={"redis_url": f"unix://{tmp_path}/absent.sock"})
-    app = create_app(broken)
-    async with open_resources(broken) as down_resources:
-        bind_resources(app, down_resources)
-        transport = httpx.ASGITransport(app=request_id_middleware(app))
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as down:
-            body = {"turns": [turn("13812345678 is my number"), turn("still here")]}
-            response = await down.post(f"/v1/relationships/{rid}/turns", json=body, headers=headers)
-            end = await down.post(f"/v1/relationships/{rid}/sessions/s-1/end", headers=headers)
+    async with redis_down_client(settings, tmp_path) as down:
+        body = {"turns": [turn("13812345678 is my number"), turn("still here")]}
+        response = await down.post(f"/v1/relationships/{rid}/turns", json=body, headers=headers)
+        end = await down.post(f"/v1/relationships/{rid}/sessions/s-1/end", headers=headers)
     assert response.status_code == 202, response.text
     assert "redis" in response.json()["degraded"]
     assert [r["status"] for r in response.json()["results"]] == ["accepted", "accepted"]
