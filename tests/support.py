@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
@@ -77,3 +78,16 @@ def redis_down_client(
 ) -> AbstractAsyncContextManager[httpx.AsyncClient]:
     """A client of an app on the same Postgres whose Redis is unreachable."""
     return app_client(settings.model_copy(update={"redis_url": f"unix://{tmp_path}/absent.sock"}))
+
+
+@contextmanager
+def stalled_redis() -> Iterator[str]:
+    """The URL of a "Redis" that accepts connections and never answers (a stalled
+    server, or a network that drops packets), for as long as the block runs."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(128)
+    try:
+        yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+    finally:
+        listener.close()

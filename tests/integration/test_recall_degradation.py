@@ -4,13 +4,20 @@ tier refilled when it returns)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
 from tests.providers_server import FakeOpenAIServer, Reply
-from tests.support import app_client, redis_down_client, resolve_body, wait_for_hot_copy
+from tests.support import (
+    app_client,
+    redis_down_client,
+    resolve_body,
+    stalled_redis,
+    wait_for_hot_copy,
+)
 from tether.core.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -154,3 +161,30 @@ async def test_redis_down_reads_partitions_from_postgres_and_refills_after(
     refilled = (await client.post(search, json={"query": "sister Lyon"}, headers=headers)).json()
     assert refilled["tier"] == "cold"
     await wait_for_hot_copy(resources.redis, rid)  # rebuilt in the background
+
+
+async def test_a_stalled_redis_costs_one_timeout_not_one_per_read(
+    settings: Settings, client, make_tenant
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid = await _relationship(client, headers, "stalled-redis")
+    await client.post(
+        f"/v1/relationships/{rid}/memories",
+        json={"content": "The user's brother plays the oboe"},
+        headers=headers,
+    )
+    body = {"relationship_id": rid, "query": "brother oboe"}
+    with stalled_redis() as url:
+        stalled = settings.model_copy(update={"redis_url": url, "redis_stall_seconds": 30})
+        async with app_client(stalled) as down:
+            await down.post("/v1/context", json=body, headers=headers)  # pays the timeouts
+            started = time.perf_counter()
+            answers = [await down.post("/v1/context", json=body, headers=headers) for _ in range(3)]
+            elapsed = time.perf_counter() - started
+    for answer in answers:
+        assert answer.status_code == 200, answer.text
+        assert "redis" in answer.json()["degraded"]
+        assert "oboe" in answer.json()["context"]
+    # Four sequential Redis reads per request would be 3 x 4 x 0.5 s without the stall.
+    assert elapsed < 1.5

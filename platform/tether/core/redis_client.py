@@ -3,7 +3,13 @@ hang it."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from typing import Any, cast
+
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from tether.core.settings import Settings
 from tether.core.telemetry import instrument_redis
@@ -29,15 +35,88 @@ def as_bytes(reply: bytes | str) -> bytes:
 BULK_SOCKET_TIMEOUT_SECONDS = 2.0
 
 
+class Stall:
+    """Remembers for ``seconds`` that Redis failed ``after`` times in a row (a timeout,
+    or no connection). One failure alone is not a stall: a process that did not get a
+    core in time can miss one 0.5 s timeout while Redis is fine."""
+
+    def __init__(
+        self, seconds: float, after: int = 2, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.seconds = seconds
+        self._after = after
+        self._clock = clock
+        self._failures = 0
+        self._until = 0.0
+
+    def failed(self) -> None:
+        self._failures += 1
+        if self._failures >= self._after:
+            self._until = self._clock() + self.seconds
+
+    def answered(self) -> None:
+        self._failures = 0
+
+    @property
+    def recent(self) -> bool:
+        return self._clock() < self._until
+
+
+# Reads every caller already treats as optional (a RedisError means "read Postgres" or
+# "no cached value"); EXPIRE only extends a TTL. Writes are always sent: an invalidation
+# must not be skipped because an earlier command failed.
+SKIPPABLE = frozenset({b"GET", b"GETEX", b"MGET", b"LRANGE", b"EXISTS", b"TTL", b"EXPIRE"})
+
+
+class StallAwareRedis(Redis):
+    """A client that, for a few seconds after Redis failed twice in a row (timed out, or
+    refused a connection), fails the reads in ``SKIPPABLE`` at once instead of waiting
+    for each one's timeout.
+
+    A stalled Redis (it accepts connections and never answers) otherwise costs every
+    read its full socket timeout: a context request makes four sequential reads, so each
+    message took 2 s. With this, one request per ``stall.seconds`` pays the timeout and
+    the others degrade at once."""
+
+    stall: Stall | None = None
+
+    async def execute_command(self, *args: Any, **options: Any) -> Any:
+        stall = self.stall
+        if stall is not None and stall.recent and _name(args) in SKIPPABLE:
+            raise RedisConnectionError(f"Redis failed less than {stall.seconds} s ago; not asked")
+        try:
+            answer = await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
+        except (RedisConnectionError, RedisTimeoutError):
+            if stall is not None:
+                stall.failed()
+            raise
+        if stall is not None:
+            stall.answered()
+        return answer
+
+
+def _name(args: tuple[Any, ...]) -> bytes:
+    if not args:
+        return b""
+    first = args[0]
+    return (first if isinstance(first, bytes) else str(first).encode()).upper()
+
+
 def create_redis(settings: Settings, socket_timeout: float = 0.5) -> Redis:
     """A pooled client for this process (one per event loop). ``socket_timeout``: longer
     only for the client of multi-megabyte values (``Resources.bulk_redis``)."""
-    client = Redis.from_url(
-        settings.require_redis_url(),
-        socket_connect_timeout=0.5,
-        socket_timeout=socket_timeout,
-        health_check_interval=30,
-        decode_responses=False,
+    # from_url builds ``cls``; its annotation says Redis.
+    client = cast(
+        StallAwareRedis,
+        StallAwareRedis.from_url(
+            settings.require_redis_url(),
+            socket_connect_timeout=0.5,
+            socket_timeout=socket_timeout,
+            health_check_interval=30,
+            decode_responses=False,
+        ),
     )
+    if settings.redis_stall_seconds > 0:
+        client.stall = Stall(settings.redis_stall_seconds)
     instrument_redis(client)
     return client

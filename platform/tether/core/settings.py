@@ -199,6 +199,9 @@ class Settings(BaseSettings):
 
     database_url: str | None = None
     redis_url: str | None = None
+    # After a Redis timeout or refused connection, cache reads fail at once for this long
+    # (per client and process) instead of each waiting for its timeout; 0 turns it off.
+    redis_stall_seconds: float = Field(default=2.0, ge=0)
     data_dir: Path = Path(".tether")
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
