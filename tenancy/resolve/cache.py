@@ -36,12 +36,15 @@ class ResolveCache:
     def __init__(self, redis: Redis, ttl_seconds: int) -> None:
         self._redis = redis
         self._ttl = ttl_seconds
+        # A read failed: do not fill either (it would wait for the same timeout).
+        self.unavailable = False
 
     async def get(self, key: str) -> ResolvedIds | None:
         try:
             raw = await self._redis.get(key)
         except RedisError as exc:
             log.warning("resolve cache unavailable, reading Postgres: %s", type(exc).__name__)
+            self.unavailable = True
             return None
         return (
             None

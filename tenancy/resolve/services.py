@@ -37,5 +37,6 @@ class ResolveService:
         if found is None:
             found, created = await self._repository.ensure(request)
         ids = found
-        on_commit(self._session, lambda: self._cache.put(key, ids))
+        if not self._cache.unavailable:
+            on_commit(self._session, lambda: self._cache.put(key, ids))
         return found, created

@@ -12,26 +12,41 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from tests.support import stalled_redis
-from tether.core.redis_client import Stall, create_redis
+from tether.core.redis_client import RedisStalledTimeout, Stall, create_redis
 from tether.core.settings import Settings
 
 
-def test_a_stall_is_two_failures_in_a_row_remembered_for_its_seconds() -> None:
+def test_a_stall_is_two_failures_one_after_another() -> None:
     now = [100.0]
     stall = Stall(2.0, clock=lambda: now[0])
-    stall.failed()
-    assert not stall.recent  # one timeout can be a busy process
+    stall.failed(started=99.5, timed_out=True)
+    assert not stall.skip()  # one timeout can be a busy process
+    stall.failed(started=99.6, timed_out=True)  # in flight with the first: the same event
+    assert not stall.skip()
     stall.answered()
-    stall.failed()
-    assert not stall.recent  # not in a row
-    stall.failed()
-    assert stall.recent
+    now[0] += 1
+    stall.failed(started=now[0] - 0.5, timed_out=True)
+    assert not stall.skip()  # an answer came in between
+    now[0] += 1
+    stall.failed(started=now[0] - 0.5, timed_out=True)
+    assert stall.skip()
+    assert stall.timed_out
+
+
+def test_after_the_pause_one_read_checks_and_an_answer_ends_it() -> None:
+    now = [100.0]
+    stall = Stall(2.0, clock=lambda: now[0])
+    for _ in range(2):
+        now[0] += 1
+        stall.failed(started=now[0] - 0.5, timed_out=False)
     now[0] += 1.9
-    assert stall.recent
+    assert stall.skip()
     now[0] += 0.2
-    assert not stall.recent
-    stall.failed()  # the first read after the pause fails too: a stall again at once
-    assert stall.recent
+    assert not stall.skip()  # this read is sent
+    assert stall.skip()  # the others still are not, until it settles
+    stall.answered()
+    assert not stall.skip()
+    assert not stall.skip()
 
 
 async def _timed(call: Awaitable[object]) -> tuple[type[BaseException], float]:
@@ -51,16 +66,33 @@ async def test_reads_after_two_timeouts_fail_at_once_and_writes_still_go() -> No
                 assert kind is RedisTimeoutError
                 assert waited >= 0.55  # sent, and waited for its timeout
             kind, skipped = await _timed(client.get("k"))
-            assert kind is RedisConnectionError
+            assert kind is RedisStalledTimeout  # a timeout to its caller, as before
             assert skipped < 0.3  # not sent
             _, listed = await _timed(client.lrange("l", 0, -1))
             assert listed < 0.3
             _, write = await _timed(client.set("k", b"v"))
             assert write >= 0.55  # an invalidation is never skipped
-            await asyncio.sleep(2.1)  # the stall is over: the next read is sent again
-            kind, again = await _timed(client.get("k"))
-            assert kind is RedisTimeoutError
-            assert again >= 0.55
+            await asyncio.sleep(2.1)  # the pause is over: one read is sent to check
+            checks = await asyncio.gather(*(_timed(client.get("k")) for _ in range(3)))
+            assert sorted(kind.__name__ for kind, _ in checks) == [
+                "RedisStalledTimeout",
+                "RedisStalledTimeout",
+                "TimeoutError",
+            ]
+        finally:
+            await client.aclose()
+
+
+async def test_reads_that_time_out_together_are_one_failure() -> None:
+    # A frozen event loop times out every read in flight while Redis may be fine.
+    with stalled_redis() as url:
+        client = create_redis(Settings(redis_url=url, redis_stall_seconds=2.0), 0.5)
+        try:
+            together = await asyncio.gather(*(_timed(client.get("k")) for _ in range(3)))
+            assert all(kind is RedisTimeoutError for kind, _ in together)
+            kind, waited = await _timed(client.get("k"))
+            assert kind is RedisTimeoutError  # sent: that was one failure, not three
+            assert waited >= 0.45
         finally:
             await client.aclose()
 

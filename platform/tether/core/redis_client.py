@@ -37,8 +37,12 @@ BULK_SOCKET_TIMEOUT_SECONDS = 2.0
 
 class Stall:
     """Remembers for ``seconds`` that Redis failed ``after`` times in a row (a timeout,
-    or no connection). One failure alone is not a stall: a process that did not get a
-    core in time can miss one 0.5 s timeout while Redis is fine."""
+    or no connection).
+
+    "In a row" means one after another: a failure counts only if its command started
+    after the previous counted failure. One frozen event loop times out every read in
+    flight at once while Redis is fine; that is one failure, not several. Any answer
+    from Redis ends the stall."""
 
     def __init__(
         self, seconds: float, after: int = 2, clock: Callable[[], float] = time.monotonic
@@ -47,19 +51,36 @@ class Stall:
         self._after = after
         self._clock = clock
         self._failures = 0
+        self._last_failure = float("-inf")
         self._until = 0.0
+        self.timed_out = False  # what the failures were: timeouts, or refused connections
 
-    def failed(self) -> None:
+    def now(self) -> float:
+        return self._clock()
+
+    def failed(self, started: float, timed_out: bool) -> None:
+        if started < self._last_failure:
+            return  # in flight together with the failure already counted
+        self._last_failure = self._clock()
         self._failures += 1
+        self.timed_out = timed_out
         if self._failures >= self._after:
-            self._until = self._clock() + self.seconds
+            self._until = self._last_failure + self.seconds
 
     def answered(self) -> None:
         self._failures = 0
+        self._until = 0.0
 
-    @property
-    def recent(self) -> bool:
-        return self._clock() < self._until
+    def skip(self) -> bool:
+        """Whether an optional read should not be sent now. When the pause is over, the
+        first read is sent to see whether Redis is back (the pause starts over for the
+        others meanwhile; its answer or failure settles it)."""
+        now = self._clock()
+        if now < self._until:
+            return True
+        if self._failures >= self._after:
+            self._until = now + self.seconds
+        return False
 
 
 # Reads every caller already treats as optional (a RedisError means "read Postgres" or
@@ -68,30 +89,40 @@ class Stall:
 SKIPPABLE = frozenset({b"GET", b"GETEX", b"MGET", b"LRANGE", b"EXISTS", b"TTL", b"EXPIRE"})
 
 
+class RedisStalledTimeout(RedisTimeoutError):
+    """A read not sent because Redis recently timed out (callers see a timeout)."""
+
+
+class RedisStalledConnection(RedisConnectionError):
+    """A read not sent because Redis recently refused connections."""
+
+
 class StallAwareRedis(Redis):
     """A client that, for a few seconds after Redis failed twice in a row (timed out, or
-    refused a connection), fails the reads in ``SKIPPABLE`` at once instead of waiting
-    for each one's timeout.
+    refused a connection), fails the reads in ``SKIPPABLE`` at once, with the same kind
+    of error, instead of waiting for each one's timeout.
 
     A stalled Redis (it accepts connections and never answers) otherwise costs every
     read its full socket timeout: a context request makes four sequential reads, so each
-    message took 2 s. With this, one request per ``stall.seconds`` pays the timeout and
-    the others degrade at once."""
+    message took 2 s. With this, one read per ``stall.seconds`` is sent to see whether
+    Redis is back, and the others degrade at once."""
 
     stall: Stall | None = None
 
     async def execute_command(self, *args: Any, **options: Any) -> Any:
         stall = self.stall
-        if stall is not None and stall.recent and _name(args) in SKIPPABLE:
-            raise RedisConnectionError(f"Redis failed less than {stall.seconds} s ago; not asked")
+        if stall is None:
+            return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
+        if _name(args) in SKIPPABLE and stall.skip():
+            reason = f"Redis failed twice in a row less than {stall.seconds} s ago; not asked"
+            raise RedisStalledTimeout(reason) if stall.timed_out else RedisStalledConnection(reason)
+        started = stall.now()
         try:
             answer = await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
-        except (RedisConnectionError, RedisTimeoutError):
-            if stall is not None:
-                stall.failed()
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            stall.failed(started, timed_out=isinstance(exc, RedisTimeoutError))
             raise
-        if stall is not None:
-            stall.answered()
+        stall.answered()
         return answer
 
 
