@@ -22,9 +22,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 from prometheus_client.parser import text_string_to_metric_families
 from redis import Redis as SyncRedis
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from tests.conftest import start_worker, stop_worker
-from tests.support import app_client, resolve_body
+from tests.support import app_client, resolve_body, stalled_redis
+from tether.core.redis_client import create_redis
 from tether.core.settings import Settings
 from tether.core.telemetry import RELATIONSHIP, TENANT, setup_telemetry
 
@@ -207,6 +209,22 @@ async def test_metrics_are_scraped_in_prometheus_text_without_an_api_key(
     assert depth >= 1  # the persist tasks no worker took
     assert _has(text, "target_info", service_name="tether-api")
     assert not any(secret in text for secret in SECRETS)
+
+
+async def test_reads_skipped_in_a_redis_stall_are_counted(
+    traced: httpx.AsyncClient, settings: Settings
+) -> None:
+    with stalled_redis() as url:
+        client = create_redis(settings.model_copy(update={"redis_url": url}), 0.2)
+        try:
+            for _ in range(3):  # two timeouts in a row, then a read that is not sent
+                with pytest.raises(RedisTimeoutError):
+                    await client.get("k")
+        finally:
+            await client.aclose()
+    text = (await traced.get("/metrics")).text
+    [(_, skipped)] = _samples(text, "tether_redis_reads_skipped_total")
+    assert skipped >= 1
 
 
 def _queued(settings: Settings, task: str) -> list[dict[str, Any]]:

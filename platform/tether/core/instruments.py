@@ -57,6 +57,11 @@ PERSIST_LAG = _seconds(
 PROVIDER_DURATION = _seconds(
     "tether.provider.duration", "Embedding / LLM provider call latency by outcome"
 )
+REDIS_READS_SKIPPED = meter.create_counter(
+    "tether.redis.reads.skipped",
+    unit="{read}",
+    description="Optional Redis reads not sent during a stall pause, by command",
+)
 INGEST_TURNS = meter.create_counter(
     "tether.ingest.turns",
     unit="{turn}",

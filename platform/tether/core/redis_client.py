@@ -11,6 +11,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from tether.core.instruments import REDIS_READS_SKIPPED
 from tether.core.settings import Settings
 from tether.core.telemetry import instrument_redis
 
@@ -113,7 +114,9 @@ class StallAwareRedis(Redis):
         stall = self.stall
         if stall is None:
             return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
-        if _name(args) in SKIPPABLE and stall.skip():
+        name = _name(args)
+        if name in SKIPPABLE and stall.skip():
+            REDIS_READS_SKIPPED.add(1, {"command": name.decode()})
             reason = f"Redis failed twice in a row less than {stall.seconds} s ago; not asked"
             raise RedisStalledTimeout(reason) if stall.timed_out else RedisStalledConnection(reason)
         started = stall.now()

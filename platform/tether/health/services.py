@@ -70,6 +70,9 @@ class HealthService:
         return "reachable"
 
     async def _worker(self) -> str:
+        # A PING first: an answer ends a stall pause (tether.core.redis_client), which
+        # would otherwise skip the heartbeat read and report the worker gone.
+        await self._resources.redis.ping()
         beat = await last_beat(self._resources.redis)
         if beat is None:
             raise ProbeFailed("no worker heartbeat; start one with `tether worker`")
