@@ -207,3 +207,23 @@ async def test_a_change_that_cannot_clear_the_cache_is_refused(
     assert state["current"]["scopes"] == ["profile"]  # nothing changed
     assert len(state["history"]) == 1
     assert "nick-refused" in await _context(client, gateway, rid)  # cache and rows agree
+
+
+async def test_a_withdrawal_wins_over_a_grant_from_a_host_whose_clock_runs_ahead(
+    client, make_tenant, resources: Resources, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = await make_tenant()
+    gateway = await tenant.key("gateway")
+    rid, user = await _user_with_field(client, gateway, "skew")
+    an_hour_ahead = new_id().int + (3_600_000 << 80)
+    monkeypatch.setattr("tether.profiles.repositories.new_id", lambda: uuid.UUID(int=an_hour_ahead))
+    assert (await _consent(client, gateway, user, ["profile"])).status_code == 200
+    monkeypatch.undo()
+    assert "nick-skew" in await _context(client, gateway, rid)
+    assert (await _consent(client, gateway, user, [])).status_code == 200  # this host: now
+    state = (await client.get(f"/v1/users/{user}/consent", headers=gateway)).json()
+    assert state["current"]["withdrawn"] is True
+    assert "nick-skew" not in await _context(client, gateway, rid)
+    cached = await ConsentCache(resources.redis, 60).get(uuid.UUID(tenant.id), uuid.UUID(user))
+    assert cached is not None
+    assert cached.scopes == frozenset()

@@ -31,6 +31,21 @@ def new_id() -> uuid.UUID:
     return uuid.UUID(int=candidate)
 
 
+def id_after(previous: uuid.UUID) -> uuid.UUID:
+    """A new id greater than ``previous``: one made now, or, when ``previous`` is not
+    older (another host's clock runs ahead of ours), the next id after it."""
+    candidate = new_id()
+    if candidate.int > previous.int:
+        return candidate
+    if (previous.int & _RAND_B) != _RAND_B:
+        return uuid.UUID(int=previous.int + 1)
+    # rand_b is exhausted: the next rand_a, rand_b from zero (the variant bits kept).
+    following = (previous.int & ~_RAND_B) + (1 << 64) | (0b10 << 62)
+    if (following >> 76) & 0xF != 0x7:
+        raise ValueError(f"no UUIDv7 follows {previous} within its millisecond")
+    return uuid.UUID(int=following)
+
+
 def _random_v7() -> int:
     millis = time.time_ns() // 1_000_000
     rand = int.from_bytes(os.urandom(10), "big")

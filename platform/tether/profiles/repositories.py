@@ -10,7 +10,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.models import GlobalUser
-from tether.core.ids import TenantId, new_id
+from tether.core.ids import TenantId, id_after, new_id
 from tether.profiles.grants import Grant
 from tether.profiles.models import ConsentRecord, GlobalProfileField
 
@@ -94,8 +94,19 @@ class ProfileRepository:
     async def add_consent(
         self, user_id: uuid.UUID, scopes: list[str], source: str, actor_key_id: uuid.UUID | None
     ) -> ConsentRecord:
+        """Append a decision; call under :meth:`lock_consent`. Its id is greater than
+        every earlier record's, even one made by a host whose clock runs ahead: the
+        highest id is the consent in force."""
+        latest = await self._session.scalar(
+            select(ConsentRecord.id)
+            .where(
+                ConsentRecord.tenant_id == self._tenant_id, ConsentRecord.global_user_id == user_id
+            )
+            .order_by(ConsentRecord.id.desc())
+            .limit(1)
+        )
         record = ConsentRecord(
-            id=new_id(),
+            id=new_id() if latest is None else id_after(latest),
             global_user_id=user_id,
             tenant_id=self._tenant_id,
             scopes=scopes,
