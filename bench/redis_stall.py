@@ -57,11 +57,13 @@ def main() -> None:
         token = asyncio.run(seed(database_url, redis_url, args.relationships, 5))
         ids = asyncio.run(_relationship_ids(database_url, args.relationships))
         headers = {"Authorization": f"Bearer {token}"}
-        with api_server(database_url, redis_url, 1) as port:
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers) as client:
-                for rid in ids:
-                    memory = {"content": f"The user's sister lives in Lyon ({rid[:4]})"}
-                    client.post(f"/v1/relationships/{rid}/memories", json=memory)
+        with (
+            api_server(database_url, redis_url, 1) as port,
+            httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers) as client,
+        ):
+            for rid in ids:
+                memory = {"content": f"The user's sister lives in Lyon ({rid[:4]})"}
+                client.post(f"/v1/relationships/{rid}/memories", json=memory)
         bodies = [
             post(
                 "/v1/context",
