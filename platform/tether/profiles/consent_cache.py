@@ -73,7 +73,6 @@ class ConsentCache:
     def __init__(self, redis: Redis, ttl_seconds: int) -> None:
         self._redis = redis
         self._ttl = ttl_seconds
-        self._write = redis.register_script(_WRITE)
 
     async def get(self, tenant_id: uuid.UUID, user_id: uuid.UUID) -> Grant | None:
         """The cached grant; None on a miss or while a change is in progress; raises
@@ -110,7 +109,9 @@ class ConsentCache:
     ) -> None:
         key = consent_key(tenant_id, user_id)
         args: list[str | int] = [grant.version, _value(grant), self._ttl, marker, MARKER]
-        await self._write(keys=[key], args=args)
+        # Registered per write, not per instance: an instance is made on every context
+        # request, which only reads.
+        await self._redis.register_script(_WRITE)(keys=[key], args=args)
 
 
 def consent_cache(resources: Resources) -> ConsentCache:

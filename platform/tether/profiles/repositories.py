@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
@@ -43,40 +44,26 @@ class ProfileRepository:
         row: GlobalProfileField = (await self._session.execute(statement)).scalar_one()
         return row
 
+    def _newest_first(self, user_id: uuid.UUID, *columns: Any) -> Any:
+        """The user's consent records, newest (highest id: the one in force) first."""
+        return (
+            select(*columns)
+            .where(
+                ConsentRecord.tenant_id == self._tenant_id, ConsentRecord.global_user_id == user_id
+            )
+            .order_by(ConsentRecord.id.desc())
+        )
+
     async def consents(self, user_id: uuid.UUID) -> list[ConsentRecord]:
         """Newest first."""
-        statement = (
-            select(ConsentRecord)
-            .where(
-                ConsentRecord.tenant_id == self._tenant_id, ConsentRecord.global_user_id == user_id
-            )
-            .order_by(ConsentRecord.id.desc())
-        )
+        statement = self._newest_first(user_id, ConsentRecord)
         return list((await self._session.execute(statement)).scalars())
-
-    async def current_consent(self, user_id: uuid.UUID) -> ConsentRecord | None:
-        statement = (
-            select(ConsentRecord)
-            .where(
-                ConsentRecord.tenant_id == self._tenant_id, ConsentRecord.global_user_id == user_id
-            )
-            .order_by(ConsentRecord.id.desc())
-            .limit(1)
-        )
-        return (await self._session.execute(statement)).scalar_one_or_none()
 
     async def current_grant(self, user_id: uuid.UUID) -> Grant:
         """The scopes of the user's current consent (none without one, or withdrawn),
         with the record they come from."""
-        statement = (
-            select(ConsentRecord.id, ConsentRecord.withdrawn, ConsentRecord.scopes)
-            .where(
-                ConsentRecord.tenant_id == self._tenant_id, ConsentRecord.global_user_id == user_id
-            )
-            .order_by(ConsentRecord.id.desc())
-            .limit(1)
-        )
-        row = (await self._session.execute(statement)).first()
+        columns = (ConsentRecord.id, ConsentRecord.withdrawn, ConsentRecord.scopes)
+        row = (await self._session.execute(self._newest_first(user_id, *columns).limit(1))).first()
         if row is None:
             return Grant.of(None, frozenset())
         return Grant.of(row.id, frozenset() if row.withdrawn else frozenset(row.scopes))
@@ -97,14 +84,7 @@ class ProfileRepository:
         """Append a decision; call under :meth:`lock_consent`. Its id is greater than
         every earlier record's, even one made by a host whose clock runs ahead: the
         highest id is the consent in force."""
-        latest = await self._session.scalar(
-            select(ConsentRecord.id)
-            .where(
-                ConsentRecord.tenant_id == self._tenant_id, ConsentRecord.global_user_id == user_id
-            )
-            .order_by(ConsentRecord.id.desc())
-            .limit(1)
-        )
+        latest = await self._session.scalar(self._newest_first(user_id, ConsentRecord.id).limit(1))
         record = ConsentRecord(
             id=new_id() if latest is None else id_after(latest),
             global_user_id=user_id,

@@ -40,10 +40,6 @@ def _consent(c: ConsentRecord) -> s.ConsentRead:
     return s.ConsentRead(list(c.scopes), c.source, c.withdrawn, c.actor_key_id, c.created_at)
 
 
-def granted_scopes(consent: ConsentRecord | None) -> frozenset[str]:
-    return frozenset() if consent is None or consent.withdrawn else frozenset(consent.scopes)
-
-
 def shareable(
     fields: list[GlobalProfileField], granted: frozenset[str], see_sensitive: bool
 ) -> tuple[list[GlobalProfileField], dict[str, str]]:
@@ -113,8 +109,8 @@ class ProfileService:
         await self._graph.require_user(user_id)
         see_sensitive = self._enforcer.decide(self._principal.role.value, SENSITIVE, "read").allowed
         fields = await self._profiles.fields(user_id)
-        consent = await self._profiles.current_consent(user_id)
-        shown, withheld = shareable(fields, granted_scopes(consent), see_sensitive)
+        granted = (await self._profiles.current_grant(user_id)).scopes
+        shown, withheld = shareable(fields, granted, see_sensitive)
         await self._audit.record(
             self._principal.tenant_id,
             Actor.of(self._principal),
