@@ -20,13 +20,18 @@ Measured per N (end to end from one client process, and the server's own time fr
 Server-Timing): p50/p95/p99 of /search and /v1/context for
 - hot: the partition was loaded by earlier requests (in-process copy, or Redis);
 - cold: the first request after the relationship's ``tether:pv`` version token and
-  ``tether:hot4`` blob were deleted, so it is served from Postgres (Postgres's own
+  ``tether:hot5`` blob were deleted, so it is served from Postgres (Postgres's own
   buffers stay warm: this is the partition store's cold path, not a cold disk). One at
   a time: after each, the bench waits for the background fill it started (its hot copy).
   A large partition that was read before has a snapshot in Postgres (decision 0011) and
   is read from it (tier "snapshot"), as after an eviction from Redis;
-- cold from rows (large only): the snapshot deleted too, as on the first read after a
-  memory of the relationship changed (tier "cold");
+- cold after writes (large only): before each read, a write like an extraction's (three
+  memories added at random places in the partition's time order, one superseded)
+  committed straight to Postgres, so no writer rebuilds the snapshot: it is completed
+  with the memories written since it was built (decision 0014, tier "snapshot"; the
+  changes pile up over the class, about 40 per relationship by its end);
+- cold from rows (large only): the snapshot deleted too, as for a partition that never
+  had one or after more changes than a snapshot records (tier "cold");
 - a cold-large burst: every large relationship invalidated at once, then read back to
   back at c=1, so each read competes with the fills the earlier ones started;
 for small (5-50 memories) and large relationships; then /v1/context throughput at
@@ -353,6 +358,28 @@ async def _drop_snapshot(database_url: str, relationship_id: uuid.UUID) -> None:
         await connection.close()
 
 
+async def _write_like_extraction(
+    database_url: str, rows: list[tuple[object, ...]], relationship_id: uuid.UUID
+) -> None:
+    """Add ``rows`` and supersede one active memory by the first, in one transaction
+    (what an extraction commits), without telling the API (so nothing is rebuilt)."""
+    connection = await asyncpg.connect(database_url)
+    try:
+        await register_vector(connection)
+        async with connection.transaction():
+            await connection.copy_records_to_table("memories", records=rows, columns=COLUMNS)
+            await connection.execute(
+                "UPDATE memories SET is_active = false, superseded_by = $2 "
+                "WHERE relationship_id = $1 AND id = (SELECT id FROM memories "
+                "WHERE relationship_id = $1 AND is_active AND id <> ALL($3) LIMIT 1)",
+                relationship_id,
+                rows[0][1],
+                [row[1] for row in rows],
+            )
+    finally:
+        await connection.close()
+
+
 def invalidate(client: redis.Redis, population: Population, indexes: list[int]) -> None:
     """Delete the version tokens and hot blobs: the next read of each is cold."""
     client.delete(*(key for i in indexes for key in partition_keys(population.scope(i))))
@@ -450,6 +477,7 @@ class Bench:
     redis_client: redis.Redis
     rng: random.Random
     database_url: str
+    maker: RowMaker
 
     def requests(self, endpoint: str, indexes: list[int], count: int) -> list[bytes]:
         make = BODIES[endpoint]
@@ -467,15 +495,20 @@ class Bench:
         self.warm(endpoint, indexes)
         return load_seen(self.port, self.requests(endpoint, indexes, count), 1)
 
-    def cold(self, endpoint: str, indexes: list[int], count: int, rows: bool = False) -> Seen:
+    def cold(self, endpoint: str, indexes: list[int], count: int, before: str = "") -> Seen:
         """One cold read at a time, each after the previous one's background fill is done
-        (``burst`` measures them back to back); ``rows``: without a snapshot."""
+        (``burst`` measures them back to back). ``before`` each read: "writes" (three
+        memories added, one superseded) or "drop" (the snapshot deleted)."""
         seen = Seen()
         for j in range(count):
             i = indexes[j % len(indexes)]
+            rid = self.population.ids[i]
+            if before == "writes":
+                rows = list(self.maker.rows(rid, 3, self.population.languages[i]))
+                asyncio.run(_write_like_extraction(self.database_url, rows, rid))
             invalidate(self.redis_client, self.population, [i])
-            if rows:
-                asyncio.run(_drop_snapshot(self.database_url, self.population.ids[i]))
+            if before == "drop":
+                asyncio.run(_drop_snapshot(self.database_url, rid))
             seen.absorb(load_seen(self.port, self.requests(endpoint, [i], 1), 1))
             settle(self.redis_client, self.population, [i])
         return seen
@@ -537,7 +570,7 @@ def run_scale(n: int, args: argparse.Namespace, pools: Pools | None) -> dict[str
         )
         with api_server(database_url, redis_url, args.workers) as port:
             client = redis.Redis.from_url(redis_url)
-            bench = Bench(port, token, population, client, rng, database_url)
+            bench = Bench(port, token, population, client, rng, database_url, maker)
             p95 |= measure(bench, args)
     return p95
 
@@ -561,10 +594,11 @@ def measure(bench: Bench, args: argparse.Namespace) -> dict[str, float]:
             p95[name] = measured.run.pct(measured.run.latencies_ms, 0.95)
             print(measured.summary(name))
             print(bench.timings(endpoint, indexes, temperature == "cold"))
-        rows = bench.cold(endpoint, large, args.cold_large_requests, rows=True)
-        name = f"{endpoint} cold-large from rows"
-        p95[name] = rows.run.pct(rows.run.latencies_ms, 0.95)
-        print(rows.summary(name))
+        for before, label in (("writes", "after writes"), ("drop", "from rows")):
+            measured = bench.cold(endpoint, large, args.cold_large_requests, before)
+            name = f"{endpoint} cold-large {label}"
+            p95[name] = measured.run.pct(measured.run.latencies_ms, 0.95)
+            print(measured.summary(name))
         burst = bench.burst(endpoint, large)
         print(burst.summary(f"{endpoint} cold-large burst of {len(large)}"))
     for size, indexes in (("small", hot_small), ("large", large)):

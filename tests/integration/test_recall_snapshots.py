@@ -41,17 +41,21 @@ def settings(settings: Settings) -> Settings:
     return settings.model_copy(update={"recall": recall})
 
 
-async def _snapshots(resources: Resources, rid: str) -> int:
+async def _snapshots(resources: Resources, rid: str, *, clean: bool = False) -> int:
+    """The relationship's snapshots (0 or 1); ``clean``: only one without recorded
+    changes (built from the current rows)."""
+    query = "SELECT count(*) FROM recall_snapshots WHERE relationship_id = :r"
+    if clean:
+        query += " AND cardinality(changed) = 0"
     async with resources.sessions() as session:
-        found = await session.scalar(
-            text("SELECT count(*) FROM recall_snapshots WHERE relationship_id = :r"), {"r": rid}
-        )
+        found = await session.scalar(text(query), {"r": rid})
     return int(found or 0)
 
 
 async def _wait_for_snapshot(resources: Resources, rid: str, seconds: float = 5) -> None:
+    """Until the relationship has a snapshot built from its current rows."""
     deadline = time.monotonic() + seconds
-    while not await _snapshots(resources, rid):
+    while not await _snapshots(resources, rid, clean=True):
         assert time.monotonic() < deadline, f"no snapshot of {rid}"
         await asyncio.sleep(0.02)
 
@@ -179,7 +183,7 @@ async def test_deleting_deactivating_or_adding_a_memory_is_seen_by_the_next_read
     assert ("用户在学日语" in contents) == (change == "add")
 
 
-# Direct SQL (no invalidation, so no rebuild): what the trigger must drop a snapshot for.
+# Direct SQL (no invalidation, so no rebuild): what the trigger reacts to.
 CHANGES = {
     "content": "UPDATE memories SET content = 'changed' WHERE id = :id",
     "tokens": "UPDATE memories SET tokens = ARRAY['changed'] WHERE id = :id",
@@ -198,13 +202,26 @@ CHANGES = {
         "content, tokens, importance, confidence, occurred_at, origin) SELECT "
         "relationship_id, gen_random_uuid(), tenant_id, memory_type, layer, polarity, "
         "'another', tokens, importance, confidence, occurred_at, origin FROM memories "
-        "WHERE id = :id"
+        "WHERE id = :id RETURNING id"
     ),
 }
+# Old text must not stay in a derived copy: these drop the snapshot.
+DROPPING = {"content", "tokens", "hard delete"}
+
+
+async def _changed(resources: Resources, rid: str) -> list[str] | None:
+    async with resources.sessions() as session:
+        row = (
+            await session.execute(
+                text("SELECT changed FROM recall_snapshots WHERE relationship_id = :r"),
+                {"r": rid},
+            )
+        ).first()
+    return None if row is None else [str(i) for i in row[0]]
 
 
 @pytest.mark.parametrize("change", list(CHANGES))
-async def test_the_trigger_drops_the_snapshot_when_what_it_holds_changes(
+async def test_the_trigger_records_a_change_or_drops_the_snapshot_if_text_changed(
     client, make_tenant, resources, change: str
 ) -> None:
     tenant = await make_tenant()
@@ -212,11 +229,23 @@ async def test_the_trigger_drops_the_snapshot_when_what_it_holds_changes(
     rid, ids = await _large(client, headers, f"trigger-{change}")
     await _snapshot_then_evict(client, headers, resources, rid)
     async with resources.sessions() as session, session.begin():
-        await session.execute(text(CHANGES[change]), {"id": ids[0]})
-    assert await _snapshots(resources, rid) == 0
-    # Read from rows, and the snapshot is stored again by the background fill.
-    assert (await _search(client, headers, rid, "cello"))["tier"] == "cold"
-    await _wait_for_snapshot(resources, rid)
+        result = await session.execute(text(CHANGES[change]), {"id": ids[0]})
+        written = str(result.scalar_one()) if change == "insert" else ids[0]
+    recorded = await _changed(resources, rid)
+    found = await _search(client, headers, rid, "cello quartet another changed")
+    contents = [r["content"] for r in found["results"]]
+    if change in DROPPING:
+        assert recorded is None
+        # Read from rows, and the snapshot is stored again by the background fill.
+        assert found["tier"] == "cold"
+        await _wait_for_snapshot(resources, rid)
+    else:
+        assert recorded == [written]
+        # Completed from the row the write changed (decision 0014).
+        assert found["tier"] == "snapshot"
+    gone = {"content", "hard delete", "deactivate", "soft delete", "private"}
+    assert (MEMORIES[0] in contents) == (change not in gone)
+    assert ("another" in contents) == (change == "insert")
 
 
 async def test_recall_statistics_keep_the_snapshot_and_are_read_from_the_rows(
@@ -431,27 +460,33 @@ async def test_after_a_burst_of_writes_the_snapshot_holds_all_of_them(
     assert count == len(MEMORIES) + 5
 
 
-async def test_an_edit_committed_while_the_query_is_embedded_is_not_served_stale(
-    settings: Settings, client, make_tenant, resources
+# Written while a cold read embeds its query: an edit drops the snapshot, a change of
+# activity is recorded in it; either way its row changed since the read fetched it.
+MEANWHILE = {
+    "edit": "UPDATE memories SET content = 'edited meanwhile' WHERE id = :id",
+    "deactivate": "UPDATE memories SET is_active = false WHERE id = :id",
+}
+
+
+@pytest.mark.parametrize("change", list(MEANWHILE))
+async def test_a_write_committed_while_the_query_is_embedded_is_not_served_stale(
+    settings: Settings, client, make_tenant, resources, change: str
 ) -> None:
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
-    rid, ids = await _large(client, headers, "snap-between")
+    rid, ids = await _large(client, headers, f"snap-between-{change}")
     await _wait_for_snapshot(resources, rid)
     reader = ColdReader(rank_weights(settings), None, 3)
     scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
 
-    async def embedded_after_an_edit() -> None:
-        # The read has fetched the snapshot by now; this edit commits before its check.
+    async def embedded_after_a_write() -> None:
+        # The read has fetched the snapshot by now; this write commits before its check.
         async with resources.sessions() as session, session.begin():
-            await session.execute(
-                text("UPDATE memories SET content = 'edited meanwhile' WHERE id = :id"),
-                {"id": ids[0]},
-            )
+            await session.execute(text(MEANWHILE[change]), {"id": ids[0]})
 
     async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
-        partition = await reader.read(session, scope, embedded_after_an_edit(), "v")
+        partition = await reader.read(session, scope, embedded_after_a_write(), "v")
     assert partition.source == "cold"
     contents = [r.content for r in partition.records]
-    assert "edited meanwhile" in contents
+    assert ("edited meanwhile" in contents) == (change == "edit")
     assert MEMORIES[0] not in contents

@@ -1,5 +1,6 @@
-"""The snapshot trigger (migration 0008) and the cold reader (tether.recall.cold) agree:
-same lock, and the trigger drops a snapshot on a change of every column it holds."""
+"""The snapshot trigger (migration 0009, after 0008) and the cold reader
+(tether.recall.cold) agree: same lock and limit, and the trigger reacts to a change of
+every column a snapshot holds."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ import msgspec
 from tether.recall import cold
 from tether.recall.loaded import STATISTICS, PartitionRecord
 
-MIGRATION = Path(__file__).parents[2] / "migrations" / "versions" / "0008_recall_snapshots.py"
+MIGRATION = Path(__file__).parents[2] / "migrations" / "versions" / "0009_snapshot_changes.py"
 # PartitionRecord fields read from a column of another name.
 COLUMN_OF = {"key": "id", "group": "source_session_id"}
 
 
 def _migration() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("migration_0008", MIGRATION)
+    spec = importlib.util.spec_from_file_location("migration_0009", MIGRATION)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -29,10 +30,11 @@ def _migration() -> ModuleType:
 def test_the_trigger_and_the_reader_share_the_lock_and_the_columns() -> None:
     migration = _migration()
     assert (migration.LOCK_CLASS, migration.LOCK_BUCKETS) == (cold.LOCK_CLASS, cold.LOCK_BUCKETS)
+    assert migration.MAX_CHANGES == cold.MAX_CHANGES
     assert tuple(migration.SNAPSHOT_COLUMNS) == cold.SNAPSHOT_COLUMNS
     for column in cold.SNAPSHOT_COLUMNS:
-        assert f"o.{column}" in migration.FORGET
-        assert f"n.{column}" in migration.FORGET
+        assert f"o.{column}" in migration.RECORD
+        assert f"n.{column}" in migration.RECORD
 
 
 def test_every_record_field_is_either_guarded_by_the_trigger_or_read_from_the_rows() -> None:

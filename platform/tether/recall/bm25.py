@@ -22,13 +22,15 @@ import numpy.typing as npt
 
 @dataclass(frozen=True, slots=True)
 class Bm25Parts:
-    """A built index's arrays: ``terms`` in term-id order, and the postings."""
+    """A built index's arrays: ``terms`` in term-id order, the postings (document,
+    weight, term frequency) and each document's length in tokens."""
 
     terms: list[str]
     offsets: npt.NDArray[np.int64]
     docs: npt.NDArray[np.int32]
     weights: npt.NDArray[np.float32]
-    size: int
+    counts: npt.NDArray[np.int32]
+    lengths: npt.NDArray[np.int32]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +48,7 @@ class Bm25Params:
 class Bm25Index:
     """One partition's BM25 postings; immutable once built, safe to share across requests."""
 
-    __slots__ = ("_docs", "_offsets", "_vocabulary", "_weights", "size")
+    __slots__ = ("_counts", "_docs", "_lengths", "_offsets", "_vocabulary", "_weights", "size")
 
     def __init__(
         self,
@@ -54,13 +56,17 @@ class Bm25Index:
         offsets: npt.NDArray[np.int64],
         docs: npt.NDArray[np.int32],
         weights: npt.NDArray[np.float32],
-        size: int,
+        counts: npt.NDArray[np.int32],
+        lengths: npt.NDArray[np.int32],
     ) -> None:
         self._vocabulary = vocabulary
         self._offsets = offsets
         self._docs = docs
         self._weights = weights
-        self.size = size
+        # Kept to recompute the weights when documents are added or removed (rearranged).
+        self._counts = counts
+        self._lengths = lengths
+        self.size = len(lengths)
 
     @classmethod
     def build(
@@ -84,30 +90,87 @@ class Bm25Index:
         # request path).
         vocabulary = {term: i for i, term in enumerate(dict.fromkeys(tokens))}
         terms_per_token = np.fromiter(map(vocabulary.__getitem__, tokens), np.int64, len(tokens))
-        size = len(lengths)
-        docs_per_token = np.repeat(np.arange(size, dtype=np.int64), lengths)
-        # Sorted (term, document) pairs with their counts: the postings, term by term.
-        width = max(size, 1)
-        pairs, counts = np.unique(terms_per_token * width + docs_per_token, return_counts=True)
-        terms = pairs // width
-        postings_docs = (pairs % width).astype(np.int32)
-        weights = _weights(
-            terms, postings_docs, counts.astype(np.float64), lengths.astype(np.float64), params
-        )
+        docs_per_token = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+        terms, docs, counts = _postings(terms_per_token, docs_per_token, len(lengths))
+        return cls._indexed(vocabulary, terms, docs, counts, lengths, params)
+
+    @classmethod
+    def _indexed(
+        cls,
+        vocabulary: dict[str, int],
+        terms: npt.NDArray[np.int64],
+        docs: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.int64],
+        lengths: npt.NDArray[np.int64],
+        params: Bm25Params,
+    ) -> Bm25Index:
+        """The index of postings sorted by (term, document), one per pair."""
+        weights = _weights(terms, docs, counts, lengths, params)
         offsets = np.zeros(len(vocabulary) + 1, dtype=np.int64)
         np.cumsum(np.bincount(terms, minlength=len(vocabulary)), out=offsets[1:])
-        return cls(vocabulary, offsets, postings_docs, weights, size)
+        return cls(
+            vocabulary,
+            offsets,
+            docs.astype(np.int32),
+            weights,
+            counts.astype(np.int32),
+            lengths.astype(np.int32),
+        )
+
+    def rearranged(
+        self, source: npt.NDArray[np.intp], added: Sequence[Sequence[str]], params: Bm25Params
+    ) -> Bm25Index:
+        """The index of another set of documents, most of them already indexed here:
+        document ``i`` is this index's document ``source[i]``, or where ``source[i]`` is
+        -1, the next of ``added`` (pre-tokenized). Scores equal those of an index built
+        from scratch over the same documents (the weights are recomputed from the kept
+        term frequencies and lengths); only the term numbering differs."""
+        size = len(source)
+        kept = source >= 0
+        if int(np.count_nonzero(~kept)) != len(added):
+            raise ValueError("one added document per -1 in source")
+        row_of = np.full(self.size + 1, -1, dtype=np.int64)  # +1: a valid index when empty
+        row_of[source[kept]] = np.flatnonzero(kept)
+        # The kept postings, renumbered: still sorted when the kept documents keep
+        # their relative order (the partition order is by time, and a document whose
+        # time changed is re-added, not kept).
+        terms = np.repeat(np.arange(len(self._vocabulary), dtype=np.int64), np.diff(self._offsets))
+        docs = row_of[self._docs]
+        keep = docs >= 0
+        terms, docs, counts = terms[keep], docs[keep], self._counts[keep].astype(np.int64)
+        lengths = np.zeros(size, dtype=np.int64)
+        lengths[kept] = self._lengths[source[kept]]
+        vocabulary = self._vocabulary
+        if added:
+            vocabulary = dict(vocabulary)  # this index is shared: never grow its own
+            added_lengths = np.fromiter(map(len, added), np.int64, len(added))
+            lengths[~kept] = added_lengths
+            flat = [term for tokens in added for term in tokens]
+            new_terms = np.fromiter(
+                (vocabulary.setdefault(t, len(vocabulary)) for t in flat), np.int64, len(flat)
+            )
+            new_docs = np.repeat(np.flatnonzero(~kept), added_lengths)
+            more = _postings(new_terms, new_docs, size)
+            terms, docs, counts = _merged((terms, docs, counts), more, size)
+        return self._indexed(vocabulary, terms, docs, counts, lengths, params)
 
     def parts(self) -> Bm25Parts:
         """The index as plain arrays (for the hot tier), rebuilt by :meth:`from_parts`."""
         return Bm25Parts(
-            list(self._vocabulary), self._offsets, self._docs, self._weights, self.size
+            list(self._vocabulary),
+            self._offsets,
+            self._docs,
+            self._weights,
+            self._counts,
+            self._lengths,
         )
 
     @classmethod
     def from_parts(cls, parts: Bm25Parts) -> Bm25Index:
         vocabulary = {term: i for i, term in enumerate(parts.terms)}
-        return cls(vocabulary, parts.offsets, parts.docs, parts.weights, parts.size)
+        return cls(
+            vocabulary, parts.offsets, parts.docs, parts.weights, parts.counts, parts.lengths
+        )
 
     def scores(self, query_tokens: Sequence[str]) -> npt.NDArray[np.float32]:
         """BM25 score of every document (0 where no query term occurs).
@@ -124,13 +187,41 @@ class Bm25Index:
         return scores
 
 
+Postings = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]
+
+
+def _postings(
+    terms_per_token: npt.NDArray[np.int64], docs_per_token: npt.NDArray[np.int64], size: int
+) -> Postings:
+    """(term, document, count) per distinct pair of the tokens, sorted by term then
+    document."""
+    width = max(size, 1)
+    pairs, counts = np.unique(terms_per_token * width + docs_per_token, return_counts=True)
+    return pairs // width, pairs % width, counts.astype(np.int64)
+
+
+def _merged(first: Postings, second: Postings, size: int) -> Postings:
+    """Two sorted postings lists of disjoint documents as one, sorted."""
+    width = max(size, 1)
+    a = first[0] * width + first[1]
+    b = second[0] * width + second[1]
+    if len(a) > 1 and not bool(np.all(a[1:] > a[:-1])):
+        order = np.argsort(a)
+        a, first = a[order], (first[0][order], first[1][order], first[2][order])
+    at = np.searchsorted(a, b)
+    keys = np.insert(a, at, b)
+    return keys // width, keys % width, np.insert(first[2], at, second[2])
+
+
 def _weights(
     terms: npt.NDArray[np.int64],
-    docs: npt.NDArray[np.int32],
-    counts: npt.NDArray[np.float64],
-    lengths: npt.NDArray[np.float64],
+    docs: npt.NDArray[np.int64],
+    term_counts: npt.NDArray[np.int64],
+    document_lengths: npt.NDArray[np.int64],
     params: Bm25Params,
 ) -> npt.NDArray[np.float32]:
+    counts = term_counts.astype(np.float64)
+    lengths = document_lengths.astype(np.float64)
     size = len(lengths)
     document_frequency = np.bincount(terms).astype(np.float64)
     idf = np.log1p((size - document_frequency + 0.5) / (document_frequency + 0.5))

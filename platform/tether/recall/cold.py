@@ -18,7 +18,9 @@ writes (migration 0008). See decision 0011.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -89,8 +91,11 @@ SNAPSHOT_COLUMNS = (
     "superseded_by",
     "deleted_at",
 )
+# A write that would record more changed memories than this drops the snapshot instead
+# (migration 0009): completing it would cost about what indexing the rows costs.
+MAX_CHANGES = 256
 # Bumped when the snapshot body's layout changes.
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
 # How long storing a snapshot may wait for a row lock (a tenant's deletion holds one).
 STORE_LOCK_TIMEOUT = "200ms"
 # One row of a snapshot check (_check_row): id, cosine distance, statistics.
@@ -116,19 +121,59 @@ def _row_version() -> ColumnElement[bytes]:
     )
 
 
-def _active(statement: Any, scope: RelationshipScope) -> Any:
-    """``statement`` narrowed to the partition's active memories."""
+def _active(statement: Any, scope: RelationshipScope, now: datetime) -> Any:
+    """``statement`` narrowed to the partition's memories active at ``now``."""
     return statement.where(
         Memory.relationship_id == scope.relationship_id,
         Memory.tenant_id == scope.tenant_id,
         Memory.deleted_at.is_(None),
-        *active_now(datetime.now(UTC)),
+        *active_now(now),
     )
 
 
-def _partition(statement: Any, scope: RelationshipScope) -> Any:
+def _ordered(statement: Any, scope: RelationshipScope, now: datetime) -> Any:
     """``statement`` narrowed to the partition's active memories, in their order."""
-    return _active(statement, scope).order_by(Memory.occurred_at, Memory.id)
+    return _active(statement, scope, now).order_by(Memory.occurred_at, Memory.id)
+
+
+def _concatenated(
+    row: ColumnElement[bytes], scope: RelationshipScope, now: datetime, *also: Any
+) -> Any:
+    """One bytea of ``row`` for every active memory of the partition, in order (and
+    ``also``, evaluated in the same statement)."""
+    rows = _ordered(select(row.label("row")), scope, now).subquery()
+    return select(func.string_agg(rows.c.row, literal(b"", LargeBinary), type_=LargeBinary), *also)
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """One cold read's statements: its connection, and its partition as of one moment
+    (so that its statements agree on which memories have expired)."""
+
+    connection: AsyncConnection
+    scope: RelationshipScope
+    now: datetime
+
+    def active(self, statement: Any) -> Any:
+        return _active(statement, self.scope, self.now)
+
+    def ordered(self, statement: Any) -> Any:
+        return _ordered(statement, self.scope, self.now)
+
+    def concatenated(self, row: ColumnElement[bytes], *also: Any) -> Any:
+        return _concatenated(row, self.scope, self.now, *also)
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    encoded: encoding.EncodedPartition
+    version: str  # the transaction that last wrote its row (_snapshot_version)
+    changed: set[bytes]  # ids of memories written since it was built
+
+
+def _record(row: Any) -> PartitionRecord:
+    """A :meth:`ColdReader._columns` row as a record."""
+    return PartitionRecord(row[0].bytes, *row[1:13])
 
 
 def _micros(moment: QueryableAttribute[Any], default: int) -> ColumnElement[Any]:
@@ -148,13 +193,6 @@ def _check_row(distance: ColumnElement[Any]) -> ColumnElement[bytes]:
         func.int8send(_micros(Memory.last_recalled_at, NEVER_RECALLED), type_=LargeBinary),
         func.int8send(_micros(Memory.expires_at, NEVER_EXPIRES), type_=LargeBinary),
     )
-
-
-def _concatenated(row: ColumnElement[bytes], scope: RelationshipScope, *also: Any) -> Any:
-    """One bytea of ``row`` for every active memory of the partition, in order (and
-    ``also``, evaluated in the same statement)."""
-    rows = _partition(select(row.label("row")), scope).subquery()
-    return select(func.string_agg(rows.c.row, literal(b"", LargeBinary), type_=LargeBinary), *also)
 
 
 def _snapshot_version() -> ColumnElement[str]:
@@ -207,20 +245,23 @@ class ColdReader:
         # a third of the time here, and a second connection per request deadlocked a
         # full pool.
         connection = await session.connection()
+        read = _Read(connection, scope, datetime.now(UTC))
         stored = (
             await connection.execute(
-                self._snapshot_of(scope, PartitionSnapshot.body, _snapshot_version())
+                self._snapshot_of(
+                    scope, PartitionSnapshot.body, _snapshot_version(), PartitionSnapshot.changed
+                )
             )
         ).first()
         snapshot = None if stored is None else encoding.decode(stored[0])
         vector = await query_vector
         if stored is not None and snapshot is not None:
             found = await self._from_snapshot(
-                connection, scope, snapshot, stored[1], vector, version
+                read, _Snapshot(snapshot, stored[1], {c.bytes for c in stored[2]}), vector, version
             )
             if found is not None:
                 return found
-        return await self._from_rows(connection, scope, vector, version)
+        return await self._from_rows(read, vector, version)
 
     def _snapshot_of(self, scope: RelationshipScope, *columns: Any) -> Any:
         return select(*columns).where(
@@ -233,48 +274,83 @@ class ColdReader:
         self, session: AsyncSession, scope: RelationshipScope
     ) -> LoadedPartition | None:
         """The partition read from rows if it is large enough for a snapshot and has
-        none (after a write dropped it); otherwise None."""
+        none, or one with changes recorded since it was built; otherwise None."""
         if self._snapshot_min is None:
             return None
         connection = await session.connection()
-        if await connection.scalar(self._snapshot_of(scope, PartitionSnapshot.memories)):
+        changes = func.cardinality(PartitionSnapshot.changed)
+        if await connection.scalar(self._snapshot_of(scope, changes)) == 0:
             return None
-        size = await connection.scalar(_active(select(func.count()), scope))
+        read = _Read(connection, scope, datetime.now(UTC))
+        size = await connection.scalar(read.active(select(func.count())))
         if (size or 0) < self._snapshot_min:
             return None
-        return await self._from_rows(connection, scope, None, "")
+        return await self._from_rows(read, None, "")
 
     async def _from_snapshot(
-        self,
-        connection: AsyncConnection,
-        scope: RelationshipScope,
-        snapshot: encoding.EncodedPartition,
-        snapshot_version: str,
-        vector: Vector | None,
-        version: str,
+        self, read: _Read, snapshot: _Snapshot, vector: Vector | None, version: str
     ) -> LoadedPartition | None:
-        """``snapshot`` completed from the rows, if it still holds their ids and is still
-        stored: the rows and the snapshot row are read by one statement, and a write
-        that changes what a snapshot holds deletes it in its own transaction, so a write
-        committed since the snapshot was fetched is seen here (as a missing snapshot)."""
-        still = self._snapshot_of(scope, _snapshot_version()).scalar_subquery()
-        check = _concatenated(_check_row(self._distance(vector)), scope, still)
-        raw, current_version = (await connection.execute(check)).one()
+        """The snapshot completed from the rows, if it is still stored: the rows and the
+        snapshot row are read by one statement, and a write that changes what a snapshot
+        holds updates or deletes it in its own transaction, so a write committed since
+        the snapshot was fetched is seen here (and the rows are read instead).
+
+        Rows the snapshot does not hold, or whose memory a write since recorded as
+        changed, are read with their content by a second statement, which must find
+        the snapshot row unchanged too."""
+        still = self._snapshot_of(read.scope, _snapshot_version()).scalar_subquery()
+        check = read.concatenated(_check_row(self._distance(vector)), still)
+        raw, current_version = (await read.connection.execute(check)).one()
         rows = np.frombuffer(raw or b"", dtype=CHECK_ROW)
-        if current_version != snapshot_version or rows["key"].tobytes() != snapshot.keys:
+        if current_version != snapshot.version:
             return None  # changed since it was fetched: read the rows
+        keys = rows["key"].tobytes()
+        changes = None
+        if keys != snapshot.encoded.keys or snapshot.changed:
+            changes = await self._changes(read, snapshot, keys)
+            if changes is None:
+                return None
         distances = rows["distance"].astype(np.float32)
         similarity, has_vector = similarity_of(distances, vector is not None)
         now = np.frombuffer(rows["statistics"].tobytes(), dtype=STATISTICS_ROW)
         return encoding.loaded(
-            snapshot,
+            snapshot.encoded,
             version,
             "snapshot",
             self._weights.neighbour_window,
             has_vector=has_vector,
             similarity=similarity,
             statistics=now,
+            changes=changes,
         )
+
+    async def _changes(
+        self, read: _Read, snapshot: _Snapshot, keys: bytes
+    ) -> encoding.Changes | None:
+        """Where each current row (``keys``, in partition order) is in the snapshot, and
+        the rows it has no current copy of, read; None if a write came in between."""
+        held = snapshot.encoded.keys
+        position = {held[i : i + 16]: i // 16 for i in range(0, len(held), 16)}
+        origin = np.fromiter(
+            (
+                -1 if key in snapshot.changed else position.get(key, -1)
+                for key in (keys[i : i + 16] for i in range(0, len(keys), 16))
+            ),
+            np.intp,
+            len(keys) // 16,
+        )
+        wanted = [uuid.UUID(bytes=keys[16 * i : 16 * i + 16]) for i in np.flatnonzero(origin < 0)]
+        added: list[PartitionRecord] = []
+        tokens: list[list[str]] = []
+        if wanted:
+            still = self._snapshot_of(read.scope, _snapshot_version()).scalar_subquery()
+            statement = read.ordered(self._columns(still)).where(Memory.id.in_(wanted))
+            rows = (await read.connection.execute(statement)).all()
+            if [row[0] for row in rows] != wanted or any(r[15] != snapshot.version for r in rows):
+                return None
+            added = [_record(row) for row in rows]
+            tokens = [row[13].split(" ") if row[13] else [] for row in rows]
+        return encoding.Changes(origin, added, tokens, self._params)
 
     @staticmethod
     def _columns(*extra: ColumnElement[Any]) -> Any:
@@ -310,17 +386,11 @@ class ColdReader:
             )
         return Bm25Index.build_flat(tokens, lengths, self._params)
 
-    async def _from_rows(
-        self,
-        connection: AsyncConnection,
-        scope: RelationshipScope,
-        vector: Vector | None,
-        version: str,
-    ) -> LoadedPartition:
+    async def _from_rows(self, read: _Read, vector: Vector | None, version: str) -> LoadedPartition:
         wants_snapshot = self._snapshot_min is not None
         extra = [self._distance(vector)] + ([_row_version()] if wants_snapshot else [])
-        rows = (await connection.execute(_partition(self._columns(*extra), scope))).all()
-        records = [PartitionRecord(row[0].bytes, *row[1:13]) for row in rows]
+        rows = (await read.connection.execute(read.ordered(self._columns(*extra)))).all()
+        records = [_record(row) for row in rows]
         distances = np.fromiter(
             (NO_DISTANCE if row[15] is None else row[15] for row in rows), np.float32, len(rows)
         )
@@ -338,7 +408,8 @@ class ColdReader:
         Usually the same rows in the same order; a write in between is matched by id."""
         vector = case((self._usable(), func.halfvec_send(Memory.embedding)), else_=None)
         connection = await session.connection()
-        rows = (await connection.execute(_partition(select(Memory.id, vector), scope))).all()
+        statement = _ordered(select(Memory.id, vector), scope, datetime.now(UTC))
+        rows = (await connection.execute(statement)).all()
         if [row[0].bytes for row in rows] == [r.key for r in records]:
             return stack_vectors([row[1] for row in rows])
         found = {row[0].bytes: row[1] for row in rows}
@@ -373,7 +444,7 @@ class ColdReader:
             lock = func.pg_try_advisory_xact_lock(LOCK_CLASS, bucket)
             if not await session.scalar(select(lock)):
                 return False
-            current = await session.scalar(_concatenated(_row_version(), scope))
+            current = await session.scalar(_concatenated(_row_version(), scope, datetime.now(UTC)))
             if current != partition.row_versions:
                 return False
             values = {
@@ -381,6 +452,7 @@ class ColdReader:
                 "memories": len(partition.records),
                 "body": body,
                 "built_at": func.now(),
+                "changed": [],
             }
             await session.execute(
                 insert(PartitionSnapshot)

@@ -5,11 +5,14 @@ snapshot leaves them in pgvector)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from tether.recall.bm25 import Bm25Index, Bm25Parts
+from tether.recall.bm25 import Bm25Index, Bm25Params, Bm25Parts
 from tether.recall.loaded import (
     NEVER_EXPIRES,
     NEVER_RECALLED,
@@ -23,7 +26,7 @@ from tether.recall.loaded import (
     statistics_table,
     statistics_values,
 )
-from tether.recall.partition import PartitionIndex
+from tether.recall.partition import PartitionIndex, neighbour_table
 
 
 class EncodedPartition(msgspec.Struct, array_like=True):
@@ -34,6 +37,8 @@ class EncodedPartition(msgspec.Struct, array_like=True):
     offsets: bytes  # int64
     postings: bytes  # int32 document rows
     weights: bytes  # float32
+    counts: bytes  # int32 term frequency of each posting
+    lengths: bytes  # int32 tokens of each document
     keys: bytes  # the ids, 16 bytes each
     statistics: bytes  # STATISTICS_ROW rows as built
     occurred: bytes  # float64 POSIX seconds
@@ -50,7 +55,8 @@ class EncodedPartition(msgspec.Struct, array_like=True):
                 np.frombuffer(self.offsets, dtype=np.int64),
                 np.frombuffer(self.postings, dtype=np.int32),
                 np.frombuffer(self.weights, dtype=np.float32),
-                len(self.records),
+                np.frombuffer(self.counts, dtype=np.int32),
+                np.frombuffer(self.lengths, dtype=np.int32),
             )
         )
 
@@ -81,6 +87,8 @@ def encode(layout: str, version: str, partition: LoadedPartition, *, vectors: bo
             offsets=parts.offsets.tobytes(),
             postings=parts.docs.tobytes(),
             weights=parts.weights.tobytes(),
+            counts=parts.counts.tobytes(),
+            lengths=parts.lengths.tobytes(),
             keys=b"".join(r.key for r in records),
             statistics=statistics_table(records).tobytes(),
             occurred=occurred_seconds(records).tobytes(),
@@ -112,6 +120,75 @@ def _patched(
     return records
 
 
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """How a partition's current rows differ from an encoded one: row ``i`` is the
+    encoded row ``origin[i]``, or where that is -1, the next of ``added`` (read from its
+    row, with its tokens in ``added_tokens``)."""
+
+    origin: npt.NDArray[np.intp]
+    added: list[PartitionRecord]
+    added_tokens: list[list[str]]
+    params: Bm25Params  # the BM25 parameters the encoded index was built with
+
+
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    records: list[PartitionRecord]
+    built: npt.NDArray[np.void]  # STATISTICS_ROW as the records hold them
+    occurred: npt.NDArray[np.float64]
+    private: npt.NDArray[np.bool_]
+    neighbours: npt.NDArray[np.intp]
+    bm25: Bm25Index
+
+
+def _as_encoded(encoded: EncodedPartition, window: int) -> _Columns:
+    count = len(encoded.records)
+    neighbours = np.frombuffer(encoded.neighbours, np.int32).reshape(count, 2 * window)
+    return _Columns(
+        records=encoded.records,
+        built=np.frombuffer(encoded.statistics, dtype=STATISTICS_ROW),
+        occurred=np.frombuffer(encoded.occurred, dtype=np.float64),
+        private=np.frombuffer(encoded.private, dtype=np.bool_),
+        neighbours=neighbours.astype(np.intp),
+        bm25=encoded.bm25(),
+    )
+
+
+def _as_changed(encoded: EncodedPartition, changes: Changes, window: int) -> _Columns:
+    """The encoded partition with ``changes`` applied: what indexing the current rows
+    would build, without indexing the rows it already holds."""
+    origin, added = changes.origin, changes.added
+    kept = origin >= 0
+    from_encoded = origin[kept]
+    records: list[PartitionRecord] = []
+    pending = iter(added)
+    for row in origin.tolist():
+        records.append(encoded.records[row] if row >= 0 else next(pending))
+
+    def column(raw: npt.NDArray[Any], new: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        out = np.empty(len(origin), dtype=raw.dtype)
+        out[kept] = raw[from_encoded]
+        out[~kept] = new
+        return out
+
+    built = column(np.frombuffer(encoded.statistics, dtype=STATISTICS_ROW), statistics_table(added))
+    occurred = column(np.frombuffer(encoded.occurred, dtype=np.float64), occurred_seconds(added))
+    private = column(
+        np.frombuffer(encoded.private, dtype=np.bool_),
+        np.fromiter((r.private_to_creator for r in added), np.bool_, len(added)),
+    )
+    groups = [r.group for r in records]
+    return _Columns(
+        records=records,
+        built=built,
+        occurred=occurred.astype(np.float64),
+        private=private.astype(np.bool_),
+        neighbours=neighbour_table(groups, np.arange(len(records), dtype=np.int64), window),
+        bm25=encoded.bm25().rearranged(origin, changes.added_tokens, changes.params),
+    )
+
+
 def loaded(
     encoded: EncodedPartition,
     version: str,
@@ -122,23 +199,26 @@ def loaded(
     matrix: Vector | None = None,
     similarity: Vector | None = None,
     statistics: npt.NDArray[np.void] | None = None,
+    changes: Changes | None = None,
 ) -> LoadedPartition:
-    """The partition ``encoded`` holds, with ``statistics`` (``STATISTICS_ROW``; as built
-    if None) taken as the current ones. ``window``: the neighbour window it was built
-    with (part of its layout)."""
-    count = len(encoded.records)
-    built = np.frombuffer(encoded.statistics, dtype=STATISTICS_ROW)
-    records = encoded.records
+    """The partition ``encoded`` holds, with ``changes`` applied, and ``statistics``
+    (``STATISTICS_ROW``, one per current row; as built if None) taken as the current
+    ones. ``window``: the neighbour window it was built with (part of its layout)."""
+    columns = (
+        _as_encoded(encoded, window) if changes is None else _as_changed(encoded, changes, window)
+    )
+    count = len(columns.records)
+    built = columns.built
+    records = columns.records
     if statistics is None:
         statistics = built
     else:
         records = _patched(records, built, statistics)
     recalled = seconds(statistics["last_recalled_at"].astype(np.int64), NEVER_RECALLED, -np.inf)
-    occurred = np.frombuffer(encoded.occurred, dtype=np.float64)
-    neighbours = np.frombuffer(encoded.neighbours, np.int32).reshape(count, 2 * window)
+    occurred = columns.occurred
     index = PartitionIndex(
         keys=np.arange(count, dtype=np.int64),
-        bm25=encoded.bm25(),
+        bm25=columns.bm25,
         matrix=matrix,
         has_vector=has_vector,
         importance=statistics["importance"].astype(np.float64),
@@ -146,7 +226,7 @@ def loaded(
         strength=statistics["strength"].astype(np.float64),
         # A recall restarts the forgetting curve.
         reference_time=np.maximum(occurred, recalled),
-        neighbours=neighbours.astype(np.intp),
+        neighbours=columns.neighbours,
     )
     expires_at = seconds(statistics["expires_at"].astype(np.int64), NEVER_EXPIRES, np.inf)
     return assemble(
@@ -156,5 +236,5 @@ def loaded(
         source,
         similarity,
         expires_at=expires_at,
-        private=np.frombuffer(encoded.private, dtype=np.bool_),
+        private=columns.private,
     )

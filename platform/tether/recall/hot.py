@@ -55,7 +55,7 @@ LOCAL_MAX_AGE_SECONDS = 600.0
 TOUCH_EVERY_SECONDS = 60.0
 VERSION_TTL_SECONDS = 30 * 24 * 3600
 # Bumped when the blob's layout changes: a blob of another layout is a miss.
-BLOB_FORMAT = 4
+BLOB_FORMAT = 5
 # Background fills running at once per process. Each reads megabytes from Postgres and
 # writes megabytes to Redis; many at once (a burst of cold large partitions) starved the
 # event loop until Redis writes timed out and no copy was stored at all.

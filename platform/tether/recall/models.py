@@ -2,9 +2,10 @@
 read decodes one value instead of indexing thousands of rows (decision 0011).
 
 Derived data only: every row can be dropped at any time and is rebuilt by the next cold
-read. A trigger on ``memories`` deletes a relationship's snapshot whenever a memory is
-added, removed, or changes in anything but its recall statistics (migration 0008), so
-erased text never outlives its memory here.
+read. A trigger on ``memories`` (migrations 0008, 0009) records in ``changed`` the
+memories a write adds or changes, which a cold read then takes from their rows, and
+deletes the snapshot when a memory is deleted or its text changes, so edited or erased
+text never outlives its memory here.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import DateTime, ForeignKey, Integer, LargeBinary, String, func
-from sqlalchemy.dialects.postgresql import UUID
+from sqlalchemy import DateTime, ForeignKey, Integer, LargeBinary, String, func, text
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tether.core.database import Base
@@ -36,3 +37,7 @@ class PartitionSnapshot(Base):
     memories: Mapped[int] = mapped_column(Integer)
     body: Mapped[bytes] = mapped_column(LargeBinary)
     built_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    # Memories written since it was built (appended by the trigger): read from their rows.
+    changed: Mapped[list[uuid.UUID]] = mapped_column(
+        ARRAY(UUID(as_uuid=True)), server_default=text("'{}'::uuid[]")
+    )

@@ -1,0 +1,339 @@
+"""A snapshot completed with the memories written since it was built (decision 0014)
+equals the partition read from rows: Hypothesis draws a partition (English and Chinese,
+sessions for neighbours) and a sequence of writes of every kind the trigger sees, each in
+its own transaction; after each, a cold read from the snapshot must build exactly what a
+read from the rows builds (records, BM25 scores, neighbours, every ranking column), and
+the snapshot must be kept for writes that leave the text alone and dropped for those that
+change or delete it."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenancy.ids import RelationshipId, RelationshipScope
+from tests.support import resolve_body
+from tether.core.ids import TenantId
+from tether.core.resources import Resources
+from tether.core.settings import Settings
+from tether.core.tenant_sessions import tenant_session
+from tether.providers.configured import rank_weights
+from tether.recall.cold import MAX_CHANGES, ColdReader
+from tether.recall.loaded import LoadedPartition
+from tether.recall.text import tokenize
+
+pytestmark = pytest.mark.integration
+
+SENTENCES = [
+    "The user plays the cello in a string quartet",
+    "The user's sister lives in Lyon",
+    "用户每周六去爬山",
+    "用户喜欢吃四川火锅",
+    "The user is allergic to peanuts",
+    "用户的猫叫小白",
+    "The user drinks green tea every morning",
+    "用户在学日语",
+    "The user went hiking with the cat",
+]
+QUERIES = [["cello", "quartet"], ["爬山", "火锅"], ["user"], ["猫", "cat", "tea"], ["日语"]]
+SESSIONS = [None, "s-1", "s-2"]
+_users = itertools.count()
+
+# (kind, which memory, a sentence or a session) — the writes the trigger sees.
+KEPT = [
+    "insert",
+    "deactivate",
+    "supersede",
+    "soft delete",
+    "type",
+    "layer",
+    "occurred",
+    "private",
+    "session",
+    "external id",
+    "move out",
+    "move in",
+    "expire",
+    "unexpire",
+    "statistics",
+]
+DROPPED = ["edit", "retokenize", "hard delete"]
+writes = st.tuples(
+    st.sampled_from(KEPT + KEPT + DROPPED),  # drops are rarer: they end the interesting part
+    st.integers(0, 10_000),
+    st.sampled_from(SENTENCES),
+    st.sampled_from(SESSIONS),
+)
+memories = st.tuples(st.sampled_from(SENTENCES), st.sampled_from(SESSIONS), st.integers(0, 500))
+
+
+@pytest.fixture(scope="module")
+def settings(settings: Settings) -> Settings:
+    recall = settings.recall.model_copy(update={"snapshot_min_memories": 2})
+    return settings.model_copy(update={"recall": recall})
+
+
+async def _insert(
+    session: AsyncSession,
+    scope: RelationshipScope,
+    sentence: str,
+    group: str | None,
+    minutes: int,
+) -> uuid.UUID:
+    memory_id = uuid.uuid4()
+    await session.execute(
+        text(
+            "INSERT INTO memories (relationship_id, id, tenant_id, memory_type, layer, "
+            "polarity, content, tokens, importance, confidence, occurred_at, origin, "
+            "source_session_id) VALUES (:r, :id, :t, 'fact', 'episodic', 'positive', :c, "
+            ":tokens, 0.5, 0.8, :at, 'manual', :g)"
+        ),
+        {
+            "r": scope.relationship_id,
+            "id": memory_id,
+            "t": scope.tenant_id,
+            "c": sentence,
+            "tokens": tokenize(sentence),
+            "at": datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=minutes),
+            "g": group,
+        },
+    )
+    return memory_id
+
+
+# Fixed statements, chosen by kind (never built from drawn data).
+UPDATES = {
+    "deactivate": "is_active = false",
+    "soft delete": "deleted_at = now(), is_active = false",
+    "type": "memory_type = 'preference'",
+    "layer": "layer = 'semantic'",
+    "occurred": "occurred_at = occurred_at - interval '3 hours'",
+    "private": "private_to_creator = NOT private_to_creator",
+    "session": "source_session_id = :g",
+    "external id": "external_id = 'x-' || left(id::text, 8)",
+    "expire": "expires_at = now() - interval '1 minute'",
+    "unexpire": "expires_at = NULL",
+    "statistics": "strength = strength + 1, importance = 0.9, last_recalled_at = now()",
+    "edit": "content = :c",
+    "retokenize": "tokens = :tokens",
+}
+
+
+class Partition:
+    """The relationship under test, a sibling in the same tenant, and the ids of each."""
+
+    def __init__(self, scope: RelationshipScope, sibling: RelationshipScope) -> None:
+        self.scope = scope
+        self.sibling = sibling
+        self.ids: list[uuid.UUID] = []
+        self.sibling_ids: list[uuid.UUID] = []
+
+    async def write(
+        self, session: AsyncSession, kind: str, n: int, sentence: str, group: Any
+    ) -> None:
+        if kind == "insert":
+            self.ids.append(await _insert(session, self.scope, sentence, group, n % 600))
+            return
+        if kind == "move in":
+            if self.sibling_ids:
+                moved = self.sibling_ids.pop(n % len(self.sibling_ids))
+                await self._move(session, moved, self.sibling, self.scope)
+                self.ids.append(moved)
+            return
+        if not self.ids:
+            return
+        target = self.ids[n % len(self.ids)]
+        if kind == "move out":
+            await self._move(session, target, self.scope, self.sibling)
+            self.ids.remove(target)
+            self.sibling_ids.append(target)
+        elif kind == "hard delete":
+            await session.execute(text("DELETE FROM memories WHERE id = :id"), {"id": target})
+            self.ids.remove(target)
+        elif kind == "supersede":
+            newer = await _insert(session, self.scope, sentence, group, n % 600)
+            self.ids.append(newer)
+            await session.execute(
+                text("UPDATE memories SET superseded_by = :n, is_active = false WHERE id = :id"),
+                {"n": newer, "id": target},
+            )
+        else:
+            await session.execute(
+                text(f"UPDATE memories SET {UPDATES[kind]} WHERE id = :id"),  # noqa: S608
+                {"id": target, "g": group, "c": sentence, "tokens": tokenize(sentence)[::-1]},
+            )
+
+    @staticmethod
+    async def _move(
+        session: AsyncSession, memory: uuid.UUID, old: RelationshipScope, new: RelationshipScope
+    ) -> None:
+        await session.execute(
+            text(
+                "UPDATE memories SET relationship_id = :new "
+                "WHERE relationship_id = :old AND id = :id"
+            ),
+            {"new": new.relationship_id, "old": old.relationship_id, "id": memory},
+        )
+
+
+async def _relationship(
+    client: Any, headers: dict[str, str], tenant_id: uuid.UUID
+) -> RelationshipScope:
+    response = await client.post(
+        "/v1/resolve", json=resolve_body(f"changes-{next(_users)}"), headers=headers
+    )
+    assert response.status_code in {200, 201}, response.text
+    rid = uuid.UUID(response.json()["relationship_id"])
+    return RelationshipScope(TenantId(tenant_id), RelationshipId(rid))
+
+
+async def _no_vector() -> None:
+    return None
+
+
+@asynccontextmanager
+async def _reading(resources: Resources, scope: RelationshipScope) -> AsyncIterator[AsyncSession]:
+    async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
+        yield session
+
+
+async def _snapshot_state(resources: Resources, scope: RelationshipScope) -> list[uuid.UUID] | None:
+    """The snapshot's recorded changes, or None without a snapshot."""
+    async with resources.sessions() as session:
+        row = (
+            await session.execute(
+                text("SELECT changed FROM recall_snapshots WHERE relationship_id = :r"),
+                {"r": scope.relationship_id},
+            )
+        ).first()
+    return None if row is None else list(row[0])
+
+
+async def _both_ways(
+    reader: ColdReader, resources: Resources, scope: RelationshipScope
+) -> tuple[LoadedPartition, LoadedPartition]:
+    """The partition as a cold read builds it, and as it is built from the rows (the
+    snapshot deleted in a transaction that is rolled back)."""
+    async with _reading(resources, scope) as session:
+        served = await reader.read(session, scope, _no_vector(), "v")
+    async with _reading(resources, scope) as session:
+        await session.execute(
+            text("DELETE FROM recall_snapshots WHERE relationship_id = :r"),
+            {"r": scope.relationship_id},
+        )
+        from_rows = await reader.read(session, scope, _no_vector(), "v")
+        await session.rollback()
+    assert from_rows.source == "cold"
+    return served, from_rows
+
+
+def assert_same_partition(served: LoadedPartition, rows: LoadedPartition) -> None:
+    assert served.records == rows.records
+    a, b = served.index, rows.index
+    for column in ("keys", "has_vector", "importance", "confidence", "strength", "neighbours"):
+        assert np.array_equal(getattr(a, column), getattr(b, column)), column
+    assert np.array_equal(a.reference_time, b.reference_time)
+    assert np.array_equal(served.expires_at, rows.expires_at)
+    assert np.array_equal(served.private, rows.private)
+    assert served.latest_summary == rows.latest_summary
+    for query in QUERIES:
+        assert np.array_equal(a.bm25.scores(query), b.bm25.scores(query)), query
+
+
+@hypothesis_settings(
+    max_examples=12,
+    deadline=None,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    initial=st.lists(memories, min_size=2, max_size=12),
+    sibling=st.lists(memories, min_size=0, max_size=3),
+    steps=st.lists(writes, min_size=1, max_size=8),
+)
+async def test_a_snapshot_completed_with_its_changes_equals_the_rows(
+    settings: Settings,
+    client: Any,
+    make_tenant: Any,
+    resources: Resources,
+    initial: list[tuple[str, str | None, int]],
+    sibling: list[tuple[str, str | None, int]],
+    steps: list[tuple[str, int, str, str | None]],
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    partition = Partition(
+        await _relationship(client, headers, tenant.id),
+        await _relationship(client, headers, tenant.id),
+    )
+    async with resources.sessions() as session, session.begin():
+        for sentence, group, minutes in initial:
+            partition.ids.append(await _insert(session, partition.scope, sentence, group, minutes))
+        for sentence, group, minutes in sibling:
+            partition.sibling_ids.append(
+                await _insert(session, partition.sibling, sentence, group, minutes)
+            )
+    reader = ColdReader(rank_weights(settings), None, 2)
+    async with _reading(resources, partition.scope) as session:
+        built = await reader.read_for_snapshot(session, partition.scope)
+    assert built is not None
+    assert await reader.store_snapshot(resources.sessions, partition.scope, built)
+    dropped = False
+    for kind, n, sentence, group in steps:
+        async with resources.sessions() as session, session.begin():
+            await partition.write(session, kind, n, sentence, group)
+        state = await _snapshot_state(resources, partition.scope)
+        dropped = dropped or state is None
+        served, from_rows = await _both_ways(reader, resources, partition.scope)
+        assert_same_partition(served, from_rows)
+        assert served.source == ("cold" if dropped else "snapshot"), (kind, state)
+        if kind in DROPPED and partition.ids:
+            assert state is None, kind
+
+
+async def test_past_the_limit_of_changes_the_snapshot_is_dropped(
+    settings: Settings, client: Any, make_tenant: Any, resources: Resources
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    partition = Partition(
+        await _relationship(client, headers, tenant.id),
+        await _relationship(client, headers, tenant.id),
+    )
+    async with resources.sessions() as session, session.begin():
+        for i, sentence in enumerate(SENTENCES):
+            partition.ids.append(await _insert(session, partition.scope, sentence, "s-1", i))
+    reader = ColdReader(rank_weights(settings), None, 2)
+    async with _reading(resources, partition.scope) as session:
+        built = await reader.read_for_snapshot(session, partition.scope)
+    assert built is not None
+    assert await reader.store_snapshot(resources.sessions, partition.scope, built)
+    async with resources.sessions() as session, session.begin():
+        for i in range(MAX_CHANGES):
+            await _insert(session, partition.scope, SENTENCES[i % len(SENTENCES)], None, i)
+    assert len(await _snapshot_state(resources, partition.scope) or []) == MAX_CHANGES
+    served, from_rows = await _both_ways(reader, resources, partition.scope)
+    assert served.source == "snapshot"
+    assert_same_partition(served, from_rows)
+    async with resources.sessions() as session, session.begin():
+        await _insert(session, partition.scope, "用户明天去北京", None, 1)
+    assert await _snapshot_state(resources, partition.scope) is None
+    # The rebuild a writer starts stores a clean one.
+    async with _reading(resources, partition.scope) as session:
+        again = await reader.read_for_snapshot(session, partition.scope)
+    assert again is not None
+    assert await reader.store_snapshot(resources.sessions, partition.scope, again)
+    assert await _snapshot_state(resources, partition.scope) == []
