@@ -490,3 +490,30 @@ async def test_a_write_committed_while_the_query_is_embedded_is_not_served_stale
     contents = [r.content for r in partition.records]
     assert ("edited meanwhile" in contents) == (change == "edit")
     assert MEMORIES[0] not in contents
+
+
+async def test_a_write_committed_between_the_check_and_the_changed_rows_is_not_missed(
+    settings: Settings, client, make_tenant, resources
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid, ids = await _large(client, headers, "snap-between-changes")
+    await _wait_for_snapshot(resources, rid)
+    async with resources.sessions() as session, session.begin():  # a recorded change
+        await session.execute(text(CHANGES["insert"]), {"id": ids[2]})
+    scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
+
+    class WrittenToMeanwhile(ColdReader):
+        async def _changes(self, *args: Any) -> Any:
+            # After the check statement, before the changed rows are read.
+            async with resources.sessions() as session, session.begin():
+                await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})
+            return await super()._changes(*args)
+
+    reader = WrittenToMeanwhile(rank_weights(settings), None, 3)
+    async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
+        partition = await reader.read(session, scope, _no_vector(), "v")
+    assert partition.source == "cold"
+    contents = [r.content for r in partition.records]
+    assert MEMORIES[0] not in contents
+    assert "another" in contents

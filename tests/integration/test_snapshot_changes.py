@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import HealthCheck, Phase, given
 from hypothesis import settings as hypothesis_settings
@@ -65,6 +66,8 @@ KEPT = [
     "external id",
     "move out",
     "move in",
+    "bulk insert",
+    "both",
     "expire",
     "unexpire",
     "statistics",
@@ -76,7 +79,14 @@ writes = st.tuples(
     st.sampled_from(SENTENCES),
     st.sampled_from(SESSIONS),
 )
-memories = st.tuples(st.sampled_from(SENTENCES), st.sampled_from(SESSIONS), st.integers(0, 500))
+# (sentence, session, minutes after the start, already expired when the snapshot is built)
+memories = st.tuples(
+    st.sampled_from(SENTENCES),
+    st.sampled_from(SESSIONS),
+    st.integers(0, 500),
+    st.booleans(),
+)
+DIMENSION = 8
 
 
 @pytest.fixture(scope="module")
@@ -85,32 +95,56 @@ def settings(settings: Settings) -> Settings:
     return settings.model_copy(update={"recall": recall})
 
 
+def _vector(seed: int) -> str:
+    values = np.random.default_rng(seed).standard_normal(DIMENSION)
+    return "[" + ",".join(f"{v:.4f}" for v in values) + "]"
+
+
+INSERT = (
+    "INSERT INTO memories (relationship_id, id, tenant_id, memory_type, layer, "
+    "polarity, content, tokens, importance, confidence, occurred_at, origin, "
+    "source_session_id, expires_at, embedding, embedding_dim) VALUES "
+)
+VALUES = (
+    "(:r{n}, :id{n}, :t{n}, 'fact', 'episodic', 'positive', :c{n}, :tokens{n}, 0.5, 0.8, "
+    ":at{n}, 'manual', :g{n}, :x{n}, CAST(:e{n} AS halfvec), {dimension})"
+)
+
+
+async def _insert_many(
+    session: AsyncSession, rows: list[tuple[RelationshipScope, str, str | None, int, bool]]
+) -> list[uuid.UUID]:
+    """One INSERT statement of ``rows`` (scope, sentence, session, minutes, expired)."""
+    ids = [uuid.uuid4() for _ in rows]
+    values: dict[str, Any] = {}
+    for n, ((scope, sentence, group, minutes, expired), memory_id) in enumerate(
+        zip(rows, ids, strict=True)
+    ):
+        values |= {
+            f"r{n}": scope.relationship_id,
+            f"id{n}": memory_id,
+            f"t{n}": scope.tenant_id,
+            f"c{n}": sentence,
+            f"tokens{n}": tokenize(sentence),
+            f"at{n}": datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=minutes),
+            f"g{n}": group,
+            f"x{n}": datetime.now(UTC) - timedelta(minutes=1) if expired else None,
+            f"e{n}": _vector(minutes),
+        }
+    rendered = ", ".join(VALUES.format(n=n, dimension=DIMENSION) for n in range(len(rows)))
+    await session.execute(text(INSERT + rendered), values)
+    return ids
+
+
 async def _insert(
     session: AsyncSession,
     scope: RelationshipScope,
     sentence: str,
     group: str | None,
     minutes: int,
+    expired: bool = False,
 ) -> uuid.UUID:
-    memory_id = uuid.uuid4()
-    await session.execute(
-        text(
-            "INSERT INTO memories (relationship_id, id, tenant_id, memory_type, layer, "
-            "polarity, content, tokens, importance, confidence, occurred_at, origin, "
-            "source_session_id) VALUES (:r, :id, :t, 'fact', 'episodic', 'positive', :c, "
-            ":tokens, 0.5, 0.8, :at, 'manual', :g)"
-        ),
-        {
-            "r": scope.relationship_id,
-            "id": memory_id,
-            "t": scope.tenant_id,
-            "c": sentence,
-            "tokens": tokenize(sentence),
-            "at": datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=minutes),
-            "g": group,
-        },
-    )
-    return memory_id
+    return (await _insert_many(session, [(scope, sentence, group, minutes, expired)]))[0]
 
 
 # Fixed statements, chosen by kind (never built from drawn data).
@@ -146,6 +180,12 @@ class Partition:
         if kind == "insert":
             self.ids.append(await _insert(session, self.scope, sentence, group, n % 600))
             return
+        if kind == "bulk insert":  # one statement, into both relationships
+            rows = [(self.scope, sentence, group, n % 600 + k, False) for k in range(2)]
+            ours = await _insert_many(session, [*rows, (self.sibling, sentence, group, 7, False)])
+            self.ids.extend(ours[:2])
+            self.sibling_ids.append(ours[2])
+            return
         if kind == "move in":
             if self.sibling_ids:
                 moved = self.sibling_ids.pop(n % len(self.sibling_ids))
@@ -162,6 +202,12 @@ class Partition:
         elif kind == "hard delete":
             await session.execute(text("DELETE FROM memories WHERE id = :id"), {"id": target})
             self.ids.remove(target)
+        elif kind == "both":  # one statement, in both relationships
+            theirs = self.sibling_ids[n % len(self.sibling_ids)] if self.sibling_ids else target
+            await session.execute(
+                text("UPDATE memories SET layer = 'semantic' WHERE id IN (:a, :b)"),
+                {"a": target, "b": theirs},
+            )
         elif kind == "supersede":
             newer = await _insert(session, self.scope, sentence, group, n % 600)
             self.ids.append(newer)
@@ -199,8 +245,8 @@ async def _relationship(
     return RelationshipScope(TenantId(tenant_id), RelationshipId(rid))
 
 
-async def _no_vector() -> None:
-    return None
+async def _query_vector() -> npt.NDArray[np.float32]:
+    return np.random.default_rng(7).standard_normal(DIMENSION).astype(np.float32)
 
 
 @asynccontextmanager
@@ -227,13 +273,13 @@ async def _both_ways(
     """The partition as a cold read builds it, and as it is built from the rows (the
     snapshot deleted in a transaction that is rolled back)."""
     async with _reading(resources, scope) as session:
-        served = await reader.read(session, scope, _no_vector(), "v")
+        served = await reader.read(session, scope, _query_vector(), "v")
     async with _reading(resources, scope) as session:
         await session.execute(
             text("DELETE FROM recall_snapshots WHERE relationship_id = :r"),
             {"r": scope.relationship_id},
         )
-        from_rows = await reader.read(session, scope, _no_vector(), "v")
+        from_rows = await reader.read(session, scope, _query_vector(), "v")
         await session.rollback()
     assert from_rows.source == "cold"
     return served, from_rows
@@ -248,12 +294,16 @@ def assert_same_partition(served: LoadedPartition, rows: LoadedPartition) -> Non
     assert np.array_equal(served.expires_at, rows.expires_at)
     assert np.array_equal(served.private, rows.private)
     assert served.latest_summary == rows.latest_summary
+    if served.records:  # every memory has a vector here
+        assert served.similarity is not None
+        assert rows.similarity is not None
+        assert np.array_equal(served.similarity, rows.similarity)
     for query in QUERIES:
         assert np.array_equal(a.bm25.scores(query), b.bm25.scores(query)), query
 
 
 @hypothesis_settings(
-    max_examples=12,
+    max_examples=20,
     deadline=None,
     database=None,
     phases=[Phase.explicit, Phase.generate],
@@ -262,15 +312,15 @@ def assert_same_partition(served: LoadedPartition, rows: LoadedPartition) -> Non
 @given(
     initial=st.lists(memories, min_size=2, max_size=12),
     sibling=st.lists(memories, min_size=0, max_size=3),
-    steps=st.lists(writes, min_size=1, max_size=8),
+    steps=st.lists(writes, min_size=1, max_size=10),
 )
 async def test_a_snapshot_completed_with_its_changes_equals_the_rows(
     settings: Settings,
     client: Any,
     make_tenant: Any,
     resources: Resources,
-    initial: list[tuple[str, str | None, int]],
-    sibling: list[tuple[str, str | None, int]],
+    initial: list[tuple[str, str | None, int, bool]],
+    sibling: list[tuple[str, str | None, int, bool]],
     steps: list[tuple[str, int, str, str | None]],
 ) -> None:
     tenant = await make_tenant()
@@ -280,16 +330,20 @@ async def test_a_snapshot_completed_with_its_changes_equals_the_rows(
         await _relationship(client, headers, tenant.id),
     )
     async with resources.sessions() as session, session.begin():
-        for sentence, group, minutes in initial:
-            partition.ids.append(await _insert(session, partition.scope, sentence, group, minutes))
-        for sentence, group, minutes in sibling:
+        for sentence, group, minutes, expired in initial:
+            partition.ids.append(
+                await _insert(session, partition.scope, sentence, group, minutes, expired)
+            )
+        for sentence, group, minutes, _ in sibling:
             partition.sibling_ids.append(
                 await _insert(session, partition.sibling, sentence, group, minutes)
             )
-    reader = ColdReader(rank_weights(settings), None, 2)
+    reader = ColdReader(rank_weights(settings), None, 1)
     async with _reading(resources, partition.scope) as session:
         built = await reader.read_for_snapshot(session, partition.scope)
-    assert built is not None
+    if built is None:  # every memory expired: nothing to snapshot
+        assert all(expired for *_, expired in initial)
+        return
     assert await reader.store_snapshot(resources.sessions, partition.scope, built)
     dropped = False
     for kind, n, sentence, group in steps:
@@ -321,15 +375,32 @@ async def test_past_the_limit_of_changes_the_snapshot_is_dropped(
         built = await reader.read_for_snapshot(session, partition.scope)
     assert built is not None
     assert await reader.store_snapshot(resources.sessions, partition.scope, built)
+    rows = [(partition.scope, SENTENCES[i % len(SENTENCES)], None, i, False) for i in range(50)]
     async with resources.sessions() as session, session.begin():
-        for i in range(MAX_CHANGES):
-            await _insert(session, partition.scope, SENTENCES[i % len(SENTENCES)], None, i)
+        for start in range(0, MAX_CHANGES, 50):  # statements of 50, up to the limit
+            await _insert_many(session, rows[: min(50, MAX_CHANGES - start)])
     assert len(await _snapshot_state(resources, partition.scope) or []) == MAX_CHANGES
     served, from_rows = await _both_ways(reader, resources, partition.scope)
     assert served.source == "snapshot"
     assert_same_partition(served, from_rows)
     async with resources.sessions() as session, session.begin():
         await _insert(session, partition.scope, "用户明天去北京", None, 1)
+    assert await _snapshot_state(resources, partition.scope) is None
+    # One statement of more than the limit drops a fresh snapshot at once.
+    async with _reading(resources, partition.scope) as session:
+        rebuilt = await reader.read_for_snapshot(session, partition.scope)
+    assert rebuilt is not None
+    assert await reader.store_snapshot(resources.sessions, partition.scope, rebuilt)
+    async with resources.sessions() as session, session.begin():
+        await session.execute(
+            text(
+                "INSERT INTO memories (relationship_id, id, tenant_id, memory_type, layer, "
+                "polarity, content, tokens, importance, confidence, occurred_at, origin) "
+                "SELECT :r, gen_random_uuid(), :t, 'fact', 'episodic', 'positive', 'bulk', "
+                "ARRAY['bulk'], 0.5, 0.8, now(), 'import' FROM generate_series(1, :n)"
+            ),
+            {"r": partition.scope.relationship_id, "t": partition.scope.tenant_id, "n": 300},
+        )
     assert await _snapshot_state(resources, partition.scope) is None
     # The rebuild a writer starts stores a clean one.
     async with _reading(resources, partition.scope) as session:

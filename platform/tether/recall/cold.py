@@ -5,14 +5,16 @@ each memory and only those numbers come back):
 
 - from a snapshot (large partitions): the encoded records and BM25 postings of the
   partition, stored by an earlier read, plus one aggregate over the rows that returns
-  their ids, distances and recall statistics. The snapshot is used only if the ids are
-  exactly those it holds, in the same order; statistics are taken from the rows.
+  their ids, distances and recall statistics (always taken from the rows). Memories the
+  snapshot does not hold, or that a write since recorded in its ``changed``, are read
+  from their rows and merged in (decision 0014).
 - from rows: every active memory with its tokens, indexed here.
 
 A snapshot is stored after a read from rows (in the background, see hot.py) only if the
 rows still have the same ids and versions (``xmin``) under an advisory lock that every
-write which changes what a snapshot holds also takes; a trigger then deletes it on such
-writes (migration 0008). See decision 0011.
+write which changes what a snapshot holds also takes. Such writes then record what they
+changed in it, or delete it if they changed or removed a text (migrations 0008, 0009).
+See decisions 0011 and 0014.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from sqlalchemy import (
     ColumnElement,
     LargeBinary,
     Text,
+    any_,
+    bindparam,
     case,
     cast,
     func,
@@ -39,7 +43,8 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.dialects.postgresql import REAL, insert
+from sqlalchemy.dialects.postgresql import ARRAY, REAL, insert
+from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import QueryableAttribute
 
@@ -71,11 +76,11 @@ from tether.recall.weights import RankWeights
 log = logging.getLogger(__name__)
 
 # pg_advisory_xact_lock(LOCK_CLASS, hashtext(relationship_id::text) & LOCK_BUCKETS):
-# shared by writes that drop snapshots, exclusive while one is stored (migration 0008).
+# shared by writes that change snapshots, exclusive while one is stored (migration 0008).
 LOCK_CLASS = 7301
 LOCK_BUCKETS = 255
-# The memory columns a snapshot holds or is filtered by: a write changing any of them
-# deletes the relationship's snapshot (the trigger of migration 0008 lists the same).
+# The memory columns a snapshot holds or is filtered by: a write changing any of them is
+# recorded in the relationship's snapshot or deletes it (migration 0009 lists the same).
 SNAPSHOT_COLUMNS = (
     "relationship_id",
     "tenant_id",
@@ -174,6 +179,24 @@ class _Snapshot:
 def _record(row: Any) -> PartitionRecord:
     """A :meth:`ColdReader._columns` row as a record."""
     return PartitionRecord(row[0].bytes, *row[1:13])
+
+
+# A memory's tokens leave Postgres as one string and a count, not an array: SQLAlchemy's
+# per-element array processing cost more than the whole query on a 5,000-memory
+# partition. The tokens are the string split on spaces (none if it is empty), and the
+# count is computed the same way, so that every reader splits a row identically (a
+# stored token with a space in it, or a NULL one, would otherwise count differently).
+_TOKENS = func.coalesce(func.array_to_string(Memory.tokens, " "), "")
+_TOKEN_COUNT = case(
+    (_TOKENS == "", 0),
+    else_=func.length(_TOKENS) - func.length(func.replace(_TOKENS, " ", "")) + 1,
+)
+
+
+def _tokens(row: Any) -> list[str]:
+    """The tokens of a :meth:`ColdReader._columns` row (see ``_TOKENS``)."""
+    tokens: list[str] = row[13].split(" ") if row[14] else []
+    return tokens
 
 
 def _micros(moment: QueryableAttribute[Any], default: int) -> ColumnElement[Any]:
@@ -340,16 +363,19 @@ class ColdReader:
             len(keys) // 16,
         )
         wanted = [uuid.UUID(bytes=keys[16 * i : 16 * i + 16]) for i in np.flatnonzero(origin < 0)]
+        if len(wanted) > MAX_CHANGES:
+            return None  # rows that came back without a recorded write (expiry moved)
         added: list[PartitionRecord] = []
         tokens: list[list[str]] = []
         if wanted:
             still = self._snapshot_of(read.scope, _snapshot_version()).scalar_subquery()
-            statement = read.ordered(self._columns(still)).where(Memory.id.in_(wanted))
+            ids = bindparam("wanted", wanted, type_=ARRAY(PG_UUID(as_uuid=True)))
+            statement = read.ordered(self._columns(still)).where(Memory.id == any_(ids))
             rows = (await read.connection.execute(statement)).all()
             if [row[0] for row in rows] != wanted or any(r[15] != snapshot.version for r in rows):
                 return None
             added = [_record(row) for row in rows]
-            tokens = [row[13].split(" ") if row[13] else [] for row in rows]
+            tokens = [_tokens(row) for row in rows]
         return encoding.Changes(origin, added, tokens, self._params)
 
     @staticmethod
@@ -368,22 +394,16 @@ class ColdReader:
             Memory.last_recalled_at,
             Memory.private_to_creator,
             Memory.source_session_id,
-            # One string and a count, not an array: SQLAlchemy's per-element array
-            # processing cost more than the whole query on a 5,000-memory partition.
-            func.array_to_string(Memory.tokens, " "),
-            func.coalesce(func.cardinality(Memory.tokens), 0),
+            _TOKENS,
+            _TOKEN_COUNT,
             *extra,
         )
 
     def _bm25(self, rows: Sequence[Any]) -> Bm25Index:
-        """The BM25 index of rows from :meth:`_columns`: their tokens in one split (a
-        stored token never holds a space; the counts check it)."""
+        """The BM25 index of rows from :meth:`_columns`: their tokens (``_tokens``) in
+        one split, which the per-row counts from Postgres match by construction."""
         lengths = np.fromiter((row[14] for row in rows), np.int64, len(rows))
         tokens = " ".join(row[13] for row in rows if row[14]).split(" ") if lengths.any() else []
-        if len(tokens) != int(lengths.sum()):  # a token with a space or a NULL: row by row
-            return Bm25Index.build(
-                [row[13].split(" ") if row[13] else [] for row in rows], self._params
-            )
         return Bm25Index.build_flat(tokens, lengths, self._params)
 
     async def _from_rows(self, read: _Read, vector: Vector | None, version: str) -> LoadedPartition:

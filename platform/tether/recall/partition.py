@@ -171,12 +171,11 @@ def neighbour_table(
     table = np.full((size, 2 * window), size, dtype=np.intp)
     if size == 0 or window == 0:
         return table
-    codes_by_group: dict[str, int] = {}
-    codes = np.fromiter(
-        (-1 if g is None else codes_by_group.setdefault(g, len(codes_by_group)) for g in groups),
-        np.int64,
-        size,
-    )
+    # Numbered by C-level passes (a cold read of a large partition builds this table).
+    codes_by_group = {g: i for i, g in enumerate(dict.fromkeys(groups))}
+    codes = np.fromiter(map(codes_by_group.__getitem__, groups), np.int64, size)
+    if None in codes_by_group:
+        codes[codes == codes_by_group[None]] = -1
     # Rows sorted by (group, ordinal, row): a group's members are consecutive, in order.
     order = np.lexsort((np.arange(size), ordinals, codes))
     sorted_codes = codes[order]
