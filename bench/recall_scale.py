@@ -18,7 +18,11 @@ neither choice flatters the numbers; recall quality is not measured here.
 
 Measured per N (end to end from one client process, and the server's own time from
 Server-Timing): p50/p95/p99 of /search and /v1/context for
-- hot: the partition was loaded by earlier requests (in-process copy, or Redis);
+- hot: the partition was loaded by earlier requests. Measured on one keep-alive
+  connection (so one API process) after that process has read each partition of the
+  class once; those first reads are printed apart ("first read in the process": from
+  Redis where the warm-up loaded the partition in the other process, a cost per
+  partition and process, not per request);
 - cold: the first request after the relationship's ``tether:pv`` version token and
   ``tether:hot5`` blob were deleted, so it is served from Postgres (Postgres's own
   buffers stay warm: this is the partition store's cold path, not a cold disk). One at
@@ -431,11 +435,12 @@ class Seen:
         return f"{self.run.summary(name)}\n    tiers={tiers} degraded={dict(self.degraded)}"
 
 
-async def _client(port: int, next_request: Callable[[], bytes | None], seen: Seen) -> None:
+async def _client(port: int, next_request: Callable[[], tuple[bytes, Seen] | None]) -> None:
     # The harness's load() discards bodies; this one reads tier and degraded from each.
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
-        while (request := next_request()) is not None:
+        while (next_one := next_request()) is not None:
+            request, seen = next_one
             started = time.perf_counter()
             writer.write(request)
             head = await reader.readuntil(b"\r\n\r\n")
@@ -451,20 +456,28 @@ async def _client(port: int, next_request: Callable[[], bytes | None], seen: See
         writer.close()
 
 
-def load_seen(port: int, requests: list[bytes], concurrency: int, seconds: float = 0) -> Seen:
-    """Like the harness's load(): each request once, or cycled for ``seconds`` when > 0."""
+def load_seen(
+    port: int,
+    requests: list[bytes],
+    concurrency: int,
+    seconds: float = 0,
+    first: tuple[int, Seen] | None = None,
+) -> Seen:
+    """Like the harness's load(): each request once, or cycled for ``seconds`` when > 0.
+    ``first``: how many of the first requests to record apart, and where."""
     seen, index = Seen(), 0
     deadline = time.monotonic() + seconds
 
-    def next_request() -> bytes | None:
+    def next_request() -> tuple[bytes, Seen] | None:
         nonlocal index
         if (seconds <= 0 and index >= len(requests)) or (seconds and time.monotonic() > deadline):
             return None
         index += 1
-        return requests[(index - 1) % len(requests)]
+        apart = first is not None and index <= first[0]
+        return requests[(index - 1) % len(requests)], first[1] if first and apart else seen
 
     async def main() -> None:
-        await asyncio.gather(*(_client(port, next_request, seen) for _ in range(concurrency)))
+        await asyncio.gather(*(_client(port, next_request) for _ in range(concurrency)))
 
     started = time.perf_counter()
     asyncio.run(main())
@@ -494,9 +507,17 @@ class Bench:
         load(self.port, self.requests(endpoint, indexes, 3 * len(indexes)), 8)
         settle(self.redis_client, self.population, indexes)
 
-    def hot(self, endpoint: str, indexes: list[int], count: int) -> Seen:
+    def hot(self, endpoint: str, indexes: list[int], count: int) -> tuple[Seen, Seen]:
+        """``count`` requests at c=1 on one connection, so one API process, after that
+        process has read each partition once (returned apart: from Redis if the
+        warm-up loaded it in the other process, else from its own copy)."""
         self.warm(endpoint, indexes)
-        return load_seen(self.port, self.requests(endpoint, indexes, count), 1)
+        first = Seen()
+        once = self.requests(endpoint, indexes, len(indexes))
+        measured = load_seen(
+            self.port, once + self.requests(endpoint, indexes, count), 1, 0, (len(once), first)
+        )
+        return measured, first
 
     def cold(self, endpoint: str, indexes: list[int], count: int, before: str = "") -> Seen:
         """One cold read at a time, each after the previous one's background fill is done
@@ -590,10 +611,13 @@ def measure(bench: Bench, args: argparse.Namespace) -> dict[str, float]:
     p95: dict[str, float] = {}
     for endpoint in BODIES:
         for (temperature, size), indexes in sets.items():
-            count = args.cold_large_requests if (temperature, size) == ("cold", "large") else 0
-            run_class = bench.hot if temperature == "hot" else bench.cold
-            measured = run_class(endpoint, indexes, count or counts[temperature])
             name = f"{endpoint} {temperature}-{size}"
+            if temperature == "hot":
+                measured, first = bench.hot(endpoint, indexes, counts["hot"])
+                print(first.summary(f"{endpoint} {size}, first read in the process"))
+            else:
+                count = args.cold_large_requests if size == "large" else counts["cold"]
+                measured = bench.cold(endpoint, indexes, count)
             p95[name] = measured.run.pct(measured.run.latencies_ms, 0.95)
             print(measured.summary(name))
             print(bench.timings(endpoint, indexes, temperature == "cold"))

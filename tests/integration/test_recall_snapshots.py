@@ -517,3 +517,36 @@ async def test_a_write_committed_between_the_check_and_the_changed_rows_is_not_m
     contents = [r.content for r in partition.records]
     assert MEMORIES[0] not in contents
     assert "another" in contents
+
+
+async def test_a_completed_snapshot_is_stored_unless_a_write_came_after_it(
+    settings: Settings, client, make_tenant, resources
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid, ids = await _large(client, headers, "snap-merged-store")
+    await _snapshot_then_evict(client, headers, resources, rid)
+    async with resources.sessions() as session, session.begin():  # recorded, not rebuilt
+        await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})
+    assert await _changed(resources, rid) == [ids[0]]
+    reader = ColdReader(rank_weights(settings), None, 3)
+    scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
+    async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
+        merged = await reader.read(session, scope, _no_vector(), "v")
+    assert merged.source == "snapshot"
+    assert merged.merged_from is not None
+    # Another recorded write since the read: its snapshot would miss it.
+    async with resources.sessions() as session, session.begin():
+        await session.execute(text(CHANGES["private"]), {"id": ids[1]})
+    assert not await reader.store_snapshot(resources.sessions, scope, merged)
+    assert sorted(await _changed(resources, rid) or []) == sorted([ids[0], ids[1]])
+    # Through the API: the cold read's fill stores the completed snapshot.
+    found = await _search(client, headers, rid, "cello Lyon")
+    assert found["tier"] == "snapshot"
+    await wait_for_hot_copy(resources.redis, rid)
+    assert await _changed(resources, rid) == []
+    await _evict(resources, rid)
+    again = await _search(client, headers, rid, "cello Lyon")
+    assert again["tier"] == "snapshot"
+    assert [r["content"] for r in again["results"]] == [r["content"] for r in found["results"]]
+    assert MEMORIES[0] not in [r["content"] for r in again["results"]]

@@ -4,7 +4,8 @@ sessions for neighbours) and a sequence of writes of every kind the trigger sees
 its own transaction; after each, a cold read from the snapshot must build exactly what a
 read from the rows builds (records, BM25 scores, neighbours, every ranking column), and
 the snapshot must be kept for writes that leave the text alone and dropped for those that
-change or delete it."""
+change or delete it. A completed snapshot stored in the old one's place (as the fill after
+a cold read does) must read back as the rows too."""
 
 from __future__ import annotations
 
@@ -356,6 +357,13 @@ async def test_a_snapshot_completed_with_its_changes_equals_the_rows(
         assert served.source == ("cold" if dropped else "snapshot"), (kind, state)
         if kind in DROPPED and partition.ids:
             assert state is None, kind
+        if served.merged_from is not None and n % 2:
+            # Stored in its place, as the fill after a cold read does: still the rows.
+            assert await reader.store_snapshot(resources.sessions, partition.scope, served)
+            assert await _snapshot_state(resources, partition.scope) == []
+            again, from_rows = await _both_ways(reader, resources, partition.scope)
+            assert again.merged_from is None
+            assert_same_partition(again, from_rows)
 
 
 async def test_past_the_limit_of_changes_the_snapshot_is_dropped(

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -176,6 +176,10 @@ class _Snapshot:
     changed: set[bytes]  # ids of memories written since it was built
 
 
+async def _no_query() -> None:
+    return None
+
+
 def _record(row: Any) -> PartitionRecord:
     """A :meth:`ColdReader._columns` row as a record."""
     return PartitionRecord(row[0].bytes, *row[1:13])
@@ -296,14 +300,19 @@ class ColdReader:
     async def read_for_snapshot(
         self, session: AsyncSession, scope: RelationshipScope
     ) -> LoadedPartition | None:
-        """The partition read from rows if it is large enough for a snapshot and has
-        none, or one with changes recorded since it was built; otherwise None."""
+        """The partition to store as the relationship's snapshot, if it needs one: read
+        from rows if it is large enough and has none, or its snapshot completed with the
+        changes recorded since it was built; otherwise None."""
         if self._snapshot_min is None:
             return None
         connection = await session.connection()
-        changes = func.cardinality(PartitionSnapshot.changed)
-        if await connection.scalar(self._snapshot_of(scope, changes)) == 0:
+        changes = await connection.scalar(
+            self._snapshot_of(scope, func.cardinality(PartitionSnapshot.changed))
+        )
+        if changes == 0:
             return None
+        if changes is not None:  # no distances needed: only the index is stored
+            return await self.read(session, scope, _no_query(), "")
         read = _Read(connection, scope, datetime.now(UTC))
         size = await connection.scalar(read.active(select(func.count())))
         if (size or 0) < self._snapshot_min:
@@ -336,7 +345,7 @@ class ColdReader:
         distances = rows["distance"].astype(np.float32)
         similarity, has_vector = similarity_of(distances, vector is not None)
         now = np.frombuffer(rows["statistics"].tobytes(), dtype=STATISTICS_ROW)
-        return encoding.loaded(
+        partition = encoding.loaded(
             snapshot.encoded,
             version,
             "snapshot",
@@ -346,6 +355,8 @@ class ColdReader:
             statistics=now,
             changes=changes,
         )
+        # Completed with changes: worth storing in the snapshot's place (store_snapshot).
+        return partition if changes is None else replace(partition, merged_from=snapshot.version)
 
     async def _changes(
         self, read: _Read, snapshot: _Snapshot, keys: bytes
@@ -441,9 +452,11 @@ class ColdReader:
         scope: RelationshipScope,
         partition: LoadedPartition,
     ) -> bool:
-        """Store ``partition`` (read from rows) as the relationship's snapshot, if its
-        rows are unchanged; False if they changed or a write holds the lock."""
-        if partition.row_versions is None:
+        """Store ``partition`` as the relationship's snapshot: one read from rows if its
+        rows are unchanged, one completed from a snapshot if that snapshot's row is
+        unchanged (every write the trigger records changes it); False if they changed or
+        a write holds the lock."""
+        if partition.row_versions is None and partition.merged_from is None:
             return False
         # Encoded before the lock is taken: writes to this bucket wait while it is held.
         body = encoding.encode(self.snapshot_layout, "", partition, vectors=False)
@@ -464,8 +477,15 @@ class ColdReader:
             lock = func.pg_try_advisory_xact_lock(LOCK_CLASS, bucket)
             if not await session.scalar(select(lock)):
                 return False
-            current = await session.scalar(_concatenated(_row_version(), scope, datetime.now(UTC)))
-            if current != partition.row_versions:
+            if partition.row_versions is not None:
+                now = datetime.now(UTC)
+                current = await session.scalar(_concatenated(_row_version(), scope, now))
+            else:
+                current = await session.scalar(self._snapshot_of(scope, _snapshot_version()))
+            expected: bytes | str | None = partition.row_versions
+            if expected is None:
+                expected = partition.merged_from
+            if current != expected:
                 return False
             values = {
                 "layout": self.snapshot_layout,

@@ -328,7 +328,14 @@ class PartitionStore:
                 log.warning("hot partition not filled: %s", exc)
                 return
             index = replace(cold.index, matrix=matrix, has_vector=has_vector)
-            full = replace(cold, index=index, source="hot", similarity=None, row_versions=None)
+            full = replace(
+                cold,
+                index=index,
+                source="hot",
+                similarity=None,
+                row_versions=None,
+                merged_from=None,
+            )
             # A write after the version check replaced the token: this copy is then never
             # used (local and Redis copies are both checked against the current token).
             self._remember(scope, full)

@@ -111,7 +111,9 @@ class LoadedPartition:
     """A partition ready to rank. ``similarity`` is set on a cold read only: the query's
     cosine to each row, computed by Postgres (``index.matrix`` is then None).
     ``row_versions``: on a read from rows, each row's id and ``xmin``, which a snapshot
-    built from these records must still match when it is stored."""
+    built from these records must still match when it is stored. ``merged_from``: on a
+    read from a snapshot completed with rows written since, the version of the snapshot
+    row it started from, which must still be current when it is stored in its place."""
 
     records: list[PartitionRecord]
     index: PartitionIndex
@@ -122,6 +124,7 @@ class LoadedPartition:
     latest_summary: int | None
     similarity: Vector | None = None
     row_versions: bytes | None = None
+    merged_from: str | None = None
 
 
 def _floats(records: Sequence[PartitionRecord], field: str) -> FloatArray:
