@@ -32,8 +32,8 @@ Server-Timing): p50/p95/p99 of /search and /v1/context for
 - cold after writes (large only): before each read, a write like an extraction's (three
   memories added at random places in the partition's time order, one superseded)
   committed straight to Postgres, so no writer rebuilds the snapshot: it is completed
-  with the memories written since it was built (decision 0014, tier "snapshot"; the
-  changes pile up over the class, about 40 per relationship by its end);
+  with the memories written since it was built (decision 0014, tier "snapshot"), and
+  the background fill then stores the completed snapshot in its place;
 - cold from rows (large only): the snapshot deleted too, as for a partition that never
   had one or after more changes than a snapshot records (tier "cold");
 - a cold-large burst: every large relationship invalidated at once, then read back to
