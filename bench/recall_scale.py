@@ -517,6 +517,8 @@ class Bench:
         measured = load_seen(
             self.port, once + self.requests(endpoint, indexes, count), 1, 0, (len(once), first)
         )
+        first.run.seconds = sum(first.run.latencies_ms) / 1000  # back to back, at c=1
+        measured.run.seconds -= first.run.seconds
         return measured, first
 
     def cold(self, endpoint: str, indexes: list[int], count: int, before: str = "") -> Seen:
