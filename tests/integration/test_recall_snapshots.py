@@ -550,3 +550,66 @@ async def test_a_completed_snapshot_is_stored_unless_a_write_came_after_it(
     assert again["tier"] == "snapshot"
     assert [r["content"] for r in again["results"]] == [r["content"] for r in found["results"]]
     assert MEMORIES[0] not in [r["content"] for r in again["results"]]
+
+
+BETWEEN_READ_AND_STORE = {
+    "recorded": ("UPDATE memories SET private_to_creator = true WHERE id = :id", False),
+    "edit": ("UPDATE memories SET content = 'edited' WHERE id = :id", False),
+    "statistics": (
+        "UPDATE memories SET strength = 3, last_recalled_at = now() WHERE id = :id",
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("write", list(BETWEEN_READ_AND_STORE))
+async def test_a_completed_snapshot_is_stored_only_if_no_recorded_write_came_between(
+    settings: Settings, client, make_tenant, resources, write: str
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid, ids = await _large(client, headers, f"snap-merged-{write}")
+    await _wait_for_snapshot(resources, rid)
+    async with resources.sessions() as session, session.begin():  # recorded
+        await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})
+    reader = ColdReader(rank_weights(settings), None, 3)
+    scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
+    # What the rebuild after writes reads: the snapshot completed, not every row.
+    async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
+        merged = await reader.read_for_snapshot(session, scope)
+    assert merged is not None
+    assert (merged.source, merged.row_versions) == ("snapshot", None)
+    assert merged.merged_from is not None
+    statement, stored = BETWEEN_READ_AND_STORE[write]
+    async with resources.sessions() as session, session.begin():
+        await session.execute(text(statement), {"id": ids[1]})
+    assert await reader.store_snapshot(resources.sessions, scope, merged) is stored
+    if write == "edit":
+        assert await _changed(resources, rid) is None  # dropped by the edit, not restored
+    elif stored:
+        assert await _changed(resources, rid) == []
+        async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
+            again = await reader.read(session, scope, _no_vector(), "v")
+        assert again.source == "snapshot"
+        assert MEMORIES[0] not in [r.content for r in again.records]
+        written = next(r for r in again.records if str(r.id) == ids[1])
+        assert written.strength == 3  # statistics still come from the rows
+
+
+async def test_a_read_inside_a_writing_transaction_is_never_stored_as_a_snapshot(
+    settings: Settings, client, make_tenant, resources
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid, ids = await _large(client, headers, "snap-merged-own-write")
+    await _wait_for_snapshot(resources, rid)
+    reader = ColdReader(rank_weights(settings), None, 3)
+    scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
+    async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
+        # Its own later writes would leave the snapshot row's version as it is.
+        await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})
+        merged = await reader.read(session, scope, _no_vector(), "v")
+        assert merged.source == "snapshot"
+        assert MEMORIES[0] not in [r.content for r in merged.records]
+        assert merged.merged_from is None
+        await session.rollback()

@@ -331,8 +331,11 @@ class ColdReader:
         changed, are read with their content by a second statement, which must find
         the snapshot row unchanged too."""
         still = self._snapshot_of(read.scope, _snapshot_version()).scalar_subquery()
-        check = read.concatenated(_check_row(self._distance(vector)), still)
-        raw, current_version = (await read.connection.execute(check)).one()
+        # Whether this transaction wrote already: a later write of its own would leave
+        # the snapshot row's xmin as it is, so what it builds must not be stored.
+        writing = func.txid_current_if_assigned().is_not(None)
+        check = read.concatenated(_check_row(self._distance(vector)), still, writing)
+        raw, current_version, wrote = (await read.connection.execute(check)).one()
         rows = np.frombuffer(raw or b"", dtype=CHECK_ROW)
         if current_version != snapshot.version:
             return None  # changed since it was fetched: read the rows
@@ -356,7 +359,9 @@ class ColdReader:
             changes=changes,
         )
         # Completed with changes: worth storing in the snapshot's place (store_snapshot).
-        return partition if changes is None else replace(partition, merged_from=snapshot.version)
+        if changes is None or wrote:
+            return partition
+        return replace(partition, merged_from=snapshot.version)
 
     async def _changes(
         self, read: _Read, snapshot: _Snapshot, keys: bytes
@@ -457,6 +462,8 @@ class ColdReader:
         unchanged (every write the trigger records changes it); False if they changed or
         a write holds the lock."""
         if partition.row_versions is None and partition.merged_from is None:
+            return False
+        if self._snapshot_min is None or len(partition.records) < self._snapshot_min:
             return False
         # Encoded before the lock is taken: writes to this bucket wait while it is held.
         body = encoding.encode(self.snapshot_layout, "", partition, vectors=False)
