@@ -32,25 +32,24 @@ down_revision = "0008"
 branch_labels = None
 depends_on = None
 
-# Kept equal to tether.recall.cold (a test compares them).
-LOCK_CLASS = 7301
-LOCK_BUCKETS = 255
+
+def _migration_0008() -> ModuleType:
+    path = Path(__file__).with_name("0008_recall_snapshots.py")
+    spec = importlib.util.spec_from_file_location("migration_0008", path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_PREVIOUS = _migration_0008()
+# The lock and the guarded columns are 0008's; tether.recall.cold keeps the same values
+# (a test compares them).
+LOCK_CLASS: int = _PREVIOUS.LOCK_CLASS
+LOCK_BUCKETS: int = _PREVIOUS.LOCK_BUCKETS
+SNAPSHOT_COLUMNS: tuple[str, ...] = _PREVIOUS.SNAPSHOT_COLUMNS
 MAX_CHANGES = 256
-SNAPSHOT_COLUMNS = (
-    "relationship_id",
-    "tenant_id",
-    "content",
-    "tokens",
-    "external_id",
-    "memory_type",
-    "layer",
-    "occurred_at",
-    "private_to_creator",
-    "source_session_id",
-    "is_active",
-    "superseded_by",
-    "deleted_at",
-)
 # Changing these deletes the snapshot rather than recording the memory.
 TEXT_COLUMNS = ("content", "tokens")
 
@@ -148,16 +147,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     # Snapshots may carry changes that the 0008 reader would not look at.
     op.execute("DELETE FROM recall_snapshots")
-    forget = _migration_0008().FORGET
+    forget = _PREVIOUS.FORGET
     op.execute(forget.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1))
     op.drop_column("recall_snapshots", "changed")
-
-
-def _migration_0008() -> ModuleType:
-    path = Path(__file__).with_name("0008_recall_snapshots.py")
-    spec = importlib.util.spec_from_file_location("migration_0008", path)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module

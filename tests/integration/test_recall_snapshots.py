@@ -294,6 +294,15 @@ async def _no_vector() -> None:
     return None
 
 
+def _reader(
+    settings: Settings, tenant_id: uuid.UUID, rid: str
+) -> tuple[ColdReader, RelationshipScope]:
+    """A cold reader that snapshots partitions of three memories or more, and the
+    relationship's scope."""
+    scope = RelationshipScope(TenantId(tenant_id), RelationshipId(uuid.UUID(rid)))
+    return ColdReader(rank_weights(settings), None, 3), scope
+
+
 async def _drop_snapshot(resources: Resources, rid: str) -> None:
     async with resources.sessions() as session, session.begin():
         await session.execute(
@@ -306,8 +315,7 @@ async def _cold_read(
 ) -> tuple[ColdReader, RelationshipScope, Any]:
     """A read from rows (the snapshot, if any, deleted first)."""
     await _drop_snapshot(resources, rid)
-    reader = ColdReader(rank_weights(settings), None, 3)
-    scope = RelationshipScope(TenantId(tenant_id), RelationshipId(uuid.UUID(rid)))
+    reader, scope = _reader(settings, tenant_id, rid)
     async with tenant_session(resources.sessions, TenantId(tenant_id)) as session:
         partition = await reader.read(session, scope, _no_vector(), "v")
     assert partition.source == "cold"
@@ -476,8 +484,7 @@ async def test_a_write_committed_while_the_query_is_embedded_is_not_served_stale
     headers = await tenant.key("gateway")
     rid, ids = await _large(client, headers, f"snap-between-{change}")
     await _wait_for_snapshot(resources, rid)
-    reader = ColdReader(rank_weights(settings), None, 3)
-    scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
+    reader, scope = _reader(settings, tenant.id, rid)
 
     async def embedded_after_a_write() -> None:
         # The read has fetched the snapshot by now; this write commits before its check.
@@ -529,8 +536,7 @@ async def test_a_completed_snapshot_is_stored_unless_a_write_came_after_it(
     async with resources.sessions() as session, session.begin():  # recorded, not rebuilt
         await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})
     assert await _changed(resources, rid) == [ids[0]]
-    reader = ColdReader(rank_weights(settings), None, 3)
-    scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
+    reader, scope = _reader(settings, tenant.id, rid)
     async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
         merged = await reader.read(session, scope, _no_vector(), "v")
     assert merged.source == "snapshot"
@@ -572,8 +578,7 @@ async def test_a_completed_snapshot_is_stored_only_if_no_recorded_write_came_bet
     await _wait_for_snapshot(resources, rid)
     async with resources.sessions() as session, session.begin():  # recorded
         await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})
-    reader = ColdReader(rank_weights(settings), None, 3)
-    scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
+    reader, scope = _reader(settings, tenant.id, rid)
     # What the rebuild after writes reads: the snapshot completed, not every row.
     async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
         merged = await reader.read_for_snapshot(session, scope)
@@ -603,8 +608,7 @@ async def test_a_read_inside_a_writing_transaction_is_never_stored_as_a_snapshot
     headers = await tenant.key("gateway")
     rid, ids = await _large(client, headers, "snap-merged-own-write")
     await _wait_for_snapshot(resources, rid)
-    reader = ColdReader(rank_weights(settings), None, 3)
-    scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
+    reader, scope = _reader(settings, tenant.id, rid)
     async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
         # Its own later writes would leave the snapshot row's version as it is.
         await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})

@@ -246,6 +246,29 @@ async def _relationship(
     return RelationshipScope(TenantId(tenant_id), RelationshipId(rid))
 
 
+async def _new_partition(client: Any, make_tenant: Any) -> Partition:
+    """A relationship and a sibling in a new tenant, both without memories."""
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    return Partition(
+        await _relationship(client, headers, tenant.id),
+        await _relationship(client, headers, tenant.id),
+    )
+
+
+async def _store_from_rows(
+    reader: ColdReader, resources: Resources, scope: RelationshipScope
+) -> bool:
+    """Build the relationship's snapshot from its rows and store it; False if it has
+    too few active memories for one."""
+    async with _reading(resources, scope) as session:
+        built = await reader.read_for_snapshot(session, scope)
+    if built is None:
+        return False
+    assert await reader.store_snapshot(resources.sessions, scope, built)
+    return True
+
+
 async def _query_vector() -> npt.NDArray[np.float32]:
     return np.random.default_rng(7).standard_normal(DIMENSION).astype(np.float32)
 
@@ -324,12 +347,7 @@ async def test_a_snapshot_completed_with_its_changes_equals_the_rows(
     sibling: list[tuple[str, str | None, int, bool]],
     steps: list[tuple[str, int, str, str | None]],
 ) -> None:
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    partition = Partition(
-        await _relationship(client, headers, tenant.id),
-        await _relationship(client, headers, tenant.id),
-    )
+    partition = await _new_partition(client, make_tenant)
     async with resources.sessions() as session, session.begin():
         for sentence, group, minutes, expired in initial:
             partition.ids.append(
@@ -340,12 +358,9 @@ async def test_a_snapshot_completed_with_its_changes_equals_the_rows(
                 await _insert(session, partition.sibling, sentence, group, minutes)
             )
     reader = ColdReader(rank_weights(settings), None, 1)
-    async with _reading(resources, partition.scope) as session:
-        built = await reader.read_for_snapshot(session, partition.scope)
-    if built is None:  # every memory expired: nothing to snapshot
-        assert all(expired for *_, expired in initial)
+    if not await _store_from_rows(reader, resources, partition.scope):
+        assert all(expired for *_, expired in initial)  # nothing active to snapshot
         return
-    assert await reader.store_snapshot(resources.sessions, partition.scope, built)
     dropped = False
     for kind, n, sentence, group in steps:
         async with resources.sessions() as session, session.begin():
@@ -369,20 +384,12 @@ async def test_a_snapshot_completed_with_its_changes_equals_the_rows(
 async def test_past_the_limit_of_changes_the_snapshot_is_dropped(
     settings: Settings, client: Any, make_tenant: Any, resources: Resources
 ) -> None:
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    partition = Partition(
-        await _relationship(client, headers, tenant.id),
-        await _relationship(client, headers, tenant.id),
-    )
+    partition = await _new_partition(client, make_tenant)
     async with resources.sessions() as session, session.begin():
         for i, sentence in enumerate(SENTENCES):
             partition.ids.append(await _insert(session, partition.scope, sentence, "s-1", i))
     reader = ColdReader(rank_weights(settings), None, 2)
-    async with _reading(resources, partition.scope) as session:
-        built = await reader.read_for_snapshot(session, partition.scope)
-    assert built is not None
-    assert await reader.store_snapshot(resources.sessions, partition.scope, built)
+    assert await _store_from_rows(reader, resources, partition.scope)
     rows = [(partition.scope, SENTENCES[i % len(SENTENCES)], None, i, False) for i in range(50)]
     async with resources.sessions() as session, session.begin():
         for start in range(0, MAX_CHANGES, 50):  # statements of 50, up to the limit
@@ -395,10 +402,7 @@ async def test_past_the_limit_of_changes_the_snapshot_is_dropped(
         await _insert(session, partition.scope, "用户明天去北京", None, 1)
     assert await _snapshot_state(resources, partition.scope) is None
     # One statement of more than the limit drops a fresh snapshot at once.
-    async with _reading(resources, partition.scope) as session:
-        rebuilt = await reader.read_for_snapshot(session, partition.scope)
-    assert rebuilt is not None
-    assert await reader.store_snapshot(resources.sessions, partition.scope, rebuilt)
+    assert await _store_from_rows(reader, resources, partition.scope)
     async with resources.sessions() as session, session.begin():
         await session.execute(
             text(
@@ -411,8 +415,5 @@ async def test_past_the_limit_of_changes_the_snapshot_is_dropped(
         )
     assert await _snapshot_state(resources, partition.scope) is None
     # The rebuild a writer starts stores a clean one.
-    async with _reading(resources, partition.scope) as session:
-        again = await reader.read_for_snapshot(session, partition.scope)
-    assert again is not None
-    assert await reader.store_snapshot(resources.sessions, partition.scope, again)
+    assert await _store_from_rows(reader, resources, partition.scope)
     assert await _snapshot_state(resources, partition.scope) == []
