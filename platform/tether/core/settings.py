@@ -150,8 +150,10 @@ class RecallSettings(BaseModel):
     confidence_floor: float = Field(default=0.7, ge=0, le=1)
     # Hot partitions live in Redis this long after their last use.
     hot_ttl_seconds: int = Field(default=1800, ge=10)
-    # Decoded partitions each API process keeps in memory (checked against Redis).
+    # Decoded partitions each API process keeps in memory (checked against Redis), and
+    # their estimated size at most (0: no bound), whichever bound is reached first.
     local_partitions: int = Field(default=512, ge=0)
+    local_megabytes: int = Field(default=384, ge=0)
     # Partitions at least this large keep a snapshot in Postgres for cold reads (0011).
     snapshot_min_memories: int = Field(default=500, ge=1)
     # Recalled memories are reinforced in one task per process this often.

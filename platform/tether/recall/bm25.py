@@ -154,6 +154,13 @@ class Bm25Index:
             terms, docs, counts = _merged((terms, docs, counts), more, size)
         return self._indexed(vocabulary, terms, docs, counts, lengths, params)
 
+    @property
+    def nbytes(self) -> int:
+        """An estimate of the bytes it holds: its arrays, and ≈ 120 per vocabulary term
+        (the string and its dictionary entry)."""
+        arrays = (self._offsets, self._docs, self._weights, self._counts, self._lengths)
+        return sum(a.nbytes for a in arrays) + 120 * len(self._vocabulary)
+
     def parts(self) -> Bm25Parts:
         """The index as plain arrays (for the hot tier), rebuilt by :meth:`from_parts`."""
         return Bm25Parts(

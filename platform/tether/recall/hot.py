@@ -24,7 +24,6 @@ import logging
 import secrets
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 
@@ -44,6 +43,7 @@ from tether.core.tenant_sessions import tenant_session
 from tether.recall import encoding
 from tether.recall.cold import ColdReader
 from tether.recall.loaded import LoadedPartition, Vector
+from tether.recall.local import LocalCopies, LocalCopy
 from tether.recall.weights import RankWeights
 
 log = logging.getLogger(__name__)
@@ -67,13 +67,6 @@ FILLS_WAITING = 32
 REBUILD_AFTER_SECONDS = 0.2
 # Relationships waiting for a rebuild per process; past this, writes start none.
 REBUILDS_WAITING = 64
-
-
-@dataclass(slots=True)
-class _Local:
-    partition: LoadedPartition
-    loaded_at: float
-    touched_at: float
 
 
 @dataclass(slots=True)
@@ -116,21 +109,22 @@ class PartitionStore:
         sessions: async_sessionmaker[AsyncSession] | None = None,
         snapshot_min_memories: int | None = None,
         bulk_redis: Redis | None = None,
+        local_bytes: int = 0,
     ) -> None:
         """``sessions``: where background fills after a cold read, and snapshot
         rebuilds after a write, get their own session; without it (workers, the CLI)
         nothing happens in the background (workers call :meth:`refresh_snapshot`).
         ``snapshot_min_memories``: the smallest partition that gets a snapshot.
-        ``bulk_redis``: the client for partition blobs (megabytes; a longer timeout)."""
+        ``bulk_redis``: the client for partition blobs (megabytes; a longer timeout).
+        ``local_capacity``, ``local_bytes``: the bounds of this process's copies."""
         self._cold = ColdReader(weights, embedding_model, snapshot_min_memories)
         self._redis = redis
         self._bulk = bulk_redis or redis
         self._weights = weights
         self._layout = _layout(weights)
         self._ttl = ttl_seconds
-        self._capacity = local_capacity
+        self._local = LocalCopies(local_capacity, local_bytes)
         self._sessions = sessions
-        self._local: OrderedDict[tuple[uuid.UUID, uuid.UUID], _Local] = OrderedDict()
         self._decoding: dict[
             tuple[uuid.UUID, uuid.UUID], asyncio.Future[LoadedPartition | None]
         ] = {}
@@ -161,8 +155,8 @@ class PartitionStore:
                     version = _text(await self._redis.get(version_key)) or version
             local = self._from_local(scope, version)
             if local is not None:
-                await self._touch(scope, blob_key)
-                return local, False
+                await self._touch(local, blob_key)
+                return replace(local.partition, source="local"), False
             hot = await self._from_redis_once(scope, blob_key, version)
             if hot is not None:
                 self._remember(scope, hot)
@@ -186,7 +180,7 @@ class PartitionStore:
         a large partition's snapshot is rebuilt in the background."""
         version_key, blob_key = partition_keys(scope)
         key = (scope.tenant_id, scope.relationship_id)
-        self._local.pop(key, None)
+        self._local.drop(key)
         try:
             async with self._redis.pipeline(transaction=True) as pipe:
                 pipe.set(version_key, secrets.token_hex(8), ex=VERSION_TTL_SECONDS)
@@ -238,34 +232,24 @@ class PartitionStore:
             log.warning("partition snapshot not rebuilt: %s", exc)
             return False
 
-    def _from_local(self, scope: RelationshipScope, version: str) -> LoadedPartition | None:
+    def _from_local(self, scope: RelationshipScope, version: str) -> LocalCopy | None:
         key = (scope.tenant_id, scope.relationship_id)
-        entry = self._local.get(key)
-        if entry is None:
+        copy = self._local.get(key, LOCAL_MAX_AGE_SECONDS)
+        if copy is None:
             return None
-        if (
-            entry.partition.version != version
-            or time.monotonic() - entry.loaded_at > LOCAL_MAX_AGE_SECONDS
-        ):
-            del self._local[key]
+        if copy.partition.version != version:
+            self._local.drop(key)
             return None
-        self._local.move_to_end(key)
         self.stats.local += 1
-        return replace(entry.partition, source="local")
+        return copy
 
     def _remember(self, scope: RelationshipScope, partition: LoadedPartition) -> None:
-        if self._capacity == 0:
-            return
-        now = time.monotonic()
-        self._local[(scope.tenant_id, scope.relationship_id)] = _Local(partition, now, now)
-        while len(self._local) > self._capacity:
-            self._local.popitem(last=False)
+        self._local.put((scope.tenant_id, scope.relationship_id), partition)
 
-    async def _touch(self, scope: RelationshipScope, blob_key: str) -> None:
-        entry = self._local.get((scope.tenant_id, scope.relationship_id))
+    async def _touch(self, copy: LocalCopy, blob_key: str) -> None:
         now = time.monotonic()
-        if entry is not None and now - entry.touched_at > TOUCH_EVERY_SECONDS:
-            entry.touched_at = now
+        if now - copy.touched_at > TOUCH_EVERY_SECONDS:
+            copy.touched_at = now
             await self._redis.expire(blob_key, self._ttl)
 
     async def _from_redis_once(
