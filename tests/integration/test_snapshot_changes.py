@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
-from hypothesis import HealthCheck, Phase, given
+from hypothesis import HealthCheck, Phase, example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from sqlalchemy import text
@@ -161,8 +161,9 @@ UPDATES = {
     "expire": "expires_at = now() - interval '1 minute'",
     "unexpire": "expires_at = NULL",
     "statistics": "strength = strength + 1, importance = 0.9, last_recalled_at = now()",
-    "edit": "content = :c",
-    "retokenize": "tokens = :tokens",
+    # Always a different text (a drawn sentence may be the one the memory holds).
+    "edit": "content = content || ' / ' || :c",
+    "retokenize": "tokens = tokens || CAST(:tokens AS text[])",
 }
 
 
@@ -332,6 +333,11 @@ def assert_same_partition(served: LoadedPartition, rows: LoadedPartition) -> Non
     database=None,
     phases=[Phase.explicit, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@example(  # an edit that draws the text the memory already holds still changes it
+    initial=[(SENTENCES[0], None, 0, False), (SENTENCES[1], None, 1, False)],
+    sibling=[],
+    steps=[("edit", 0, SENTENCES[0], None), ("retokenize", 1, SENTENCES[1], None)],
 )
 @given(
     initial=st.lists(memories, min_size=2, max_size=12),
