@@ -653,10 +653,19 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--vectors", choices=("template", "random"), default="template")
     parser.add_argument(
+        "--local-megabytes",
+        type=int,
+        default=2048,
+        help="TETHER_RECALL__LOCAL_MEGABYTES of the API processes: the 50 large partitions "
+        "at 1M take ≈ 850 MB in a process, more than the default 384 (sized for the "
+        "chart's 1 GiB container)",
+    )
+    parser.add_argument(
         "--shared-buffers", default=None, help="Postgres buffer pool, e.g. 2GB (default 128MB)"
     )
     args = parser.parse_args()
     scales = [int(n) for n in args.memories.split(",")]
+    os.environ["TETHER_RECALL__LOCAL_MEGABYTES"] = str(args.local_megabytes)
     warm_up()
     rng = random.Random(1)
     pools = asyncio.run(template_vectors(64, rng)) if args.vectors == "template" else None
@@ -665,6 +674,7 @@ def main() -> None:
         + ("real USE-m embeddings of 64 sentences per template" if pools else "random unit")
         + f"; latency classes at c=1, {args.requests} requests each; 1 client process"
         + f"; Postgres shared_buffers {args.shared_buffers or '128MB (embedded default)'}"
+        + f"; process copies up to {args.local_megabytes} MB"
     )
     results = {n: run_scale(n, args, pools) for n in scales}
     base = scales[0]
