@@ -19,6 +19,16 @@ from tether.app import bind_resources, create_app
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
 
+# Memories of one relationship in English and Chinese, for the snapshot tests.
+MIXED_MEMORIES = [
+    "The user plays the cello in a string quartet",
+    "The user's sister lives in Lyon",
+    "用户每周六去爬山",
+    "用户喜欢吃四川火锅",
+    "The user is allergic to peanuts",
+    "用户的猫叫小白",
+]
+
 
 @contextmanager
 def count_sql(resources: Resources) -> Iterator[list[str]]:

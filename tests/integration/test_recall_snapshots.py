@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text
 
 from tenancy.ids import RelationshipId, RelationshipScope
-from tests.support import resolve_body, wait_for_hot_copy
+from tests.support import MIXED_MEMORIES, resolve_body, wait_for_hot_copy
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
@@ -24,14 +24,7 @@ from tether.recall.hot import PartitionStore
 
 pytestmark = pytest.mark.integration
 
-MEMORIES = [
-    "The user plays the cello in a string quartet",
-    "The user's sister lives in Lyon",
-    "用户每周六去爬山",
-    "用户喜欢吃四川火锅",
-    "The user is allergic to peanuts",
-    "用户的猫叫小白",
-]
+MEMORIES = MIXED_MEMORIES
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.ids import RelationshipId, RelationshipScope
-from tests.support import resolve_body
+from tests.support import MIXED_MEMORIES, resolve_body
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
@@ -39,12 +39,7 @@ from tether.recall.text import tokenize
 pytestmark = pytest.mark.integration
 
 SENTENCES = [
-    "The user plays the cello in a string quartet",
-    "The user's sister lives in Lyon",
-    "用户每周六去爬山",
-    "用户喜欢吃四川火锅",
-    "The user is allergic to peanuts",
-    "用户的猫叫小白",
+    *MIXED_MEMORIES,
     "The user drinks green tea every morning",
     "用户在学日语",
     "The user went hiking with the cat",

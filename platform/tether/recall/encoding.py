@@ -182,8 +182,8 @@ def _as_changed(encoded: EncodedPartition, changes: Changes, window: int) -> _Co
     return _Columns(
         records=records,
         built=built,
-        occurred=occurred.astype(np.float64),
-        private=private.astype(np.bool_),
+        occurred=occurred,
+        private=private,
         neighbours=neighbour_table(groups, np.arange(len(records), dtype=np.int64), window),
         bm25=encoded.bm25().rearranged(origin, changes.added_tokens, changes.params),
     )
