@@ -9,6 +9,7 @@ import time
 import uuid
 from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import text
 
@@ -492,20 +493,56 @@ async def test_a_write_committed_while_the_query_is_embedded_is_not_served_stale
     assert MEMORIES[0] not in contents
 
 
-async def test_a_write_committed_between_the_check_and_the_changed_rows_is_not_missed(
+async def _insert_unrecorded(resources: Resources, rid: str, like: str) -> None:
+    """A memory the snapshot lacks without a record of it, as a write with triggers off
+    would leave it: the read must fetch it with a statement of its own."""
+    async with resources.sessions() as session, session.begin():
+        await session.execute(text(CHANGES["insert"]), {"id": like})
+        await session.execute(
+            text("UPDATE recall_snapshots SET changed = '{}' WHERE relationship_id = :r"),
+            {"r": rid},
+        )
+
+
+async def test_a_row_the_snapshot_lacks_without_a_record_is_read_from_its_row(
+    settings: Settings, client, make_tenant, resources
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid, ids = await _large(client, headers, "snap-unrecorded")
+    await _wait_for_snapshot(resources, rid)
+    await _insert_unrecorded(resources, rid, ids[2])
+    scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
+    reader = ColdReader(rank_weights(settings), None, 3)
+    async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
+        served = await reader.read(session, scope, _no_vector(), "v")
+        await session.execute(
+            text("DELETE FROM recall_snapshots WHERE relationship_id = :r"), {"r": rid}
+        )
+        from_rows = await reader.read(session, scope, _no_vector(), "v")
+        await session.rollback()
+    assert (served.source, from_rows.source) == ("snapshot", "cold")
+    assert served.records == from_rows.records
+    assert "another" in [r.content for r in served.records]
+    for query in (["cello"], ["爬山"], ["user", "tea"]):
+        scores = served.index.bm25.scores(query), from_rows.index.bm25.scores(query)
+        assert np.array_equal(*scores), query
+    assert np.array_equal(served.index.neighbours, from_rows.index.neighbours)
+
+
+async def test_a_write_committed_before_the_rows_the_snapshot_lacks_are_read_is_not_missed(
     settings: Settings, client, make_tenant, resources
 ) -> None:
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
     rid, ids = await _large(client, headers, "snap-between-changes")
     await _wait_for_snapshot(resources, rid)
-    async with resources.sessions() as session, session.begin():  # a recorded change
-        await session.execute(text(CHANGES["insert"]), {"id": ids[2]})
+    await _insert_unrecorded(resources, rid, ids[2])
     scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
 
     class WrittenToMeanwhile(ColdReader):
         async def _changes(self, *args: Any) -> Any:
-            # After the check statement, before the changed rows are read.
+            # After the check statement, before the rows it lacks are read.
             async with resources.sessions() as session, session.begin():
                 await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})
             return await super()._changes(*args)

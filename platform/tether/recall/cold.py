@@ -10,6 +10,11 @@ each memory and only those numbers come back):
   from their rows and merged in (decision 0014).
 - from rows: every active memory with its tokens, indexed here.
 
+Both read a partition as one row of aggregates: a fixed-width binary row per memory
+(``ROW``: id, distance, statistics, times, ``xmin``) concatenated, and the text columns
+as arrays, which the driver decodes in C. One row per memory through the ORM or Core
+cost more than Postgres's whole scan (0015).
+
 A snapshot is stored after a read from rows (in the background, see hot.py) only if the
 rows still have the same ids and versions (``xmin``) under an advisory lock that every
 write which changes what a snapshot holds also takes. Such writes then record what they
@@ -47,6 +52,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, REAL, insert
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import QueryableAttribute
+from sqlalchemy.sql.sqltypes import NullType
 
 from tenancy.ids import RelationshipScope
 from tenancy.models import Relationship
@@ -63,14 +69,15 @@ from tether.recall.loaded import (
     NO_DISTANCE,
     STATISTICS_ROW,
     LoadedPartition,
+    PartitionColumns,
     PartitionRecord,
     Vector,
-    assemble,
-    build_index,
+    from_columns,
     similarity_of,
     stack_vectors,
 )
 from tether.recall.models import PartitionSnapshot
+from tether.recall.partition import neighbour_table
 from tether.recall.weights import RankWeights
 
 log = logging.getLogger(__name__)
@@ -103,10 +110,25 @@ MAX_CHANGES = 256
 SNAPSHOT_FORMAT = 2
 # How long storing a snapshot may wait for a row lock (a tenant's deletion holds one).
 STORE_LOCK_TIMEOUT = "200ms"
-# One row of a snapshot check (_check_row): id, cosine distance, statistics.
-CHECK_ROW = np.dtype(
-    [("key", "V16"), ("distance", ">f4"), ("statistics", f"V{STATISTICS_ROW.itemsize}")]
+# Times leave Postgres in their binary form (timestamptz_send: big-endian microseconds
+# since 2000-01-01): extract(epoch ...) computes in numeric, and cost a read of 5,000
+# memories milliseconds. NULL is sent as the int64 extreme that sorts the same way,
+# which is also how Postgres encodes -infinity and infinity.
+POSTGRES_EPOCH = 946_684_800_000_000  # 2000-01-01 in microseconds since 1970-01-01
+# One memory as a read sends it (_row): its id, its cosine distance to the query, its
+# statistics, when it occurred, the transaction that wrote its row, whether it is private.
+ROW = np.dtype(
+    [
+        ("key", "V16"),
+        ("distance", ">f4"),
+        ("statistics", f"V{STATISTICS_ROW.itemsize}"),
+        ("occurred", ">i8"),
+        ("xmin", ">i8"),
+        ("private", "?"),
+    ]
 )
+# A row's id and xmin as store_snapshot compares them (_row_version).
+ROW_VERSION = np.dtype([("key", "V16"), ("xmin", ">i8")])
 
 
 def _joined(*parts: ColumnElement[bytes]) -> ColumnElement[bytes]:
@@ -120,10 +142,13 @@ def _joined(*parts: ColumnElement[bytes]) -> ColumnElement[bytes]:
 def _row_version() -> ColumnElement[bytes]:
     """A row's id and the transaction that wrote its current version: 24 bytes that
     change with any update of the row."""
-    xmin = cast(cast(literal_column("xmin"), Text), BigInteger)
-    return _joined(
-        func.uuid_send(Memory.id, type_=LargeBinary), func.int8send(xmin, type_=LargeBinary)
-    )
+    return _joined(func.uuid_send(Memory.id, type_=LargeBinary), _xmin())
+
+
+def _xmin() -> ColumnElement[bytes]:
+    """The transaction that wrote a memory row's current version, as 8 bytes."""
+    xmin = cast(cast(literal_column(f"{Memory.__tablename__}.xmin"), Text), BigInteger)
+    return func.int8send(xmin, type_=LargeBinary)
 
 
 def _active(statement: Any, scope: RelationshipScope, now: datetime) -> Any:
@@ -150,6 +175,59 @@ def _concatenated(
     return select(func.string_agg(rows.c.row, literal(b"", LargeBinary), type_=LargeBinary), *also)
 
 
+# A memory's tokens leave Postgres as one string: the tokens are that string split on
+# spaces (none if it is empty). Every reader splits a row this way, so a merged row and
+# an indexed one always agree (a stored token with a space in it, or a NULL one, would
+# otherwise count differently in different readers).
+_TOKENS = func.coalesce(func.array_to_string(Memory.tokens, " "), "")
+# The PartitionRecord fields a read sends as arrays, in order; the rest is in ROW.
+_TEXTS: tuple[ColumnElement[Any] | QueryableAttribute[Any], ...] = (
+    Memory.external_id,
+    Memory.content,
+    Memory.memory_type,
+    Memory.layer,
+    Memory.occurred_at,
+    Memory.expires_at,
+    Memory.last_recalled_at,
+    Memory.source_session_id,
+    _TOKENS,
+)
+
+
+def _split(tokens: str) -> list[str]:
+    """One memory's tokens as sent (see ``_TOKENS``)."""
+    return tokens.split(" ") if tokens else []
+
+
+def _time(moment: QueryableAttribute[Any], default: int) -> ColumnElement[bytes]:
+    """``moment`` as 8 bytes (see ``POSTGRES_EPOCH``), ``default`` where it is NULL."""
+    sent = func.timestamptz_send(moment, type_=LargeBinary)
+    return func.coalesce(sent, literal(default.to_bytes(8, "big", signed=True), LargeBinary))
+
+
+def _unix_micros(sent: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    """Times as ``_time`` sends them, in microseconds since 1970 (the extremes kept)."""
+    micros = sent.astype(np.int64)
+    extreme = (micros == NEVER_RECALLED) | (micros == NEVER_EXPIRES)
+    return np.where(extreme, micros, micros + POSTGRES_EPOCH)
+
+
+def _row(distance: ColumnElement[Any]) -> ColumnElement[bytes]:
+    """A memory as one ``ROW``."""
+    return _joined(
+        func.uuid_send(Memory.id, type_=LargeBinary),
+        func.float4send(cast(func.coalesce(distance, NO_DISTANCE), REAL), type_=LargeBinary),
+        func.float8send(Memory.importance, type_=LargeBinary),
+        func.float8send(Memory.confidence, type_=LargeBinary),
+        func.float8send(Memory.strength, type_=LargeBinary),
+        _time(Memory.last_recalled_at, NEVER_RECALLED),
+        _time(Memory.expires_at, NEVER_EXPIRES),
+        func.timestamptz_send(Memory.occurred_at, type_=LargeBinary),
+        _xmin(),
+        func.boolsend(Memory.private_to_creator, type_=LargeBinary),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class _Read:
     """One cold read's statements: its connection, and its partition as of one moment
@@ -162,11 +240,96 @@ class _Read:
     def active(self, statement: Any) -> Any:
         return _active(statement, self.scope, self.now)
 
-    def ordered(self, statement: Any) -> Any:
-        return _ordered(statement, self.scope, self.now)
+    def aggregated(
+        self,
+        distance: ColumnElement[Any],
+        *,
+        texts_of: Any = None,
+        where: Sequence[ColumnElement[bool]] = (),
+        also: Sequence[Any] = (),
+    ) -> Any:
+        """One row: the ``ROW`` of every active memory of the partition (that ``where``
+        selects) concatenated in partition order, then each ``_TEXTS`` column as an array
+        in the same order, of all those memories or, given ``texts_of`` (a subquery of
+        ids, column ``id``), of those it holds; then ``also``."""
+        texts: list[Any] = list(_TEXTS)
+        statement = select(_row(distance).label("row"))
+        if texts_of is not None:
+            # Joined, not tested per column: a membership test per text column and row
+            # cost more than the rest of the statement.
+            marked = texts_of.c.id.is_not(None)
+            texts = [case((marked, column)) for column in texts]
+            joined = Memory.__table__.outerjoin(texts_of, texts_of.c.id == Memory.id)
+            statement = statement.add_columns(marked.label("marked")).select_from(joined)
+        statement = statement.add_columns(*(t.label(f"text{i}") for i, t in enumerate(texts)))
+        rows = _ordered(statement, self.scope, self.now).where(*where).subquery()
 
-    def concatenated(self, row: ColumnElement[bytes], *also: Any) -> Any:
-        return _concatenated(row, self.scope, self.now, *also)
+        def array(i: int) -> Any:
+            # Untyped: SQLAlchemy's per-element processing of typed arrays costs more
+            # than decoding them, which the driver does.
+            values = func.array_agg(rows.c[f"text{i}"], type_=NullType())
+            return values if texts_of is None else values.filter(rows.c.marked)
+
+        concatenated = func.string_agg(rows.c.row, literal(b"", LargeBinary), type_=LargeBinary)
+        return select(concatenated, *(array(i) for i in range(len(texts))), *also)
+
+
+@dataclass(frozen=True, slots=True)
+class _Aggregated:
+    """What :meth:`_Read.aggregated` read: every memory's ``ROW``, and the text columns
+    of those it read them for."""
+
+    rows: npt.NDArray[np.void]
+    texts: tuple[list[Any], ...]
+
+    @classmethod
+    def of(cls, values: Sequence[Any]) -> _Aggregated:
+        texts = tuple(list(column or ()) for column in values[1 : 1 + len(_TEXTS)])
+        return cls(np.frombuffer(values[0] or b"", dtype=ROW), texts)
+
+    def records(self, rows: npt.NDArray[np.void]) -> tuple[list[PartitionRecord], list[str]]:
+        """``rows`` (those the texts were read for, in order) as records, and each
+        one's tokens as sent (``_split`` splits them)."""
+        if any(len(column) != len(rows) for column in self.texts):
+            raise ValueError("the texts read are not those of the rows")
+        external, content, kind, layer, occurred, expires, recalled, group, tokens = self.texts
+        statistics = _statistics(rows)
+        keys = rows["key"].tobytes()
+        records = list(
+            map(
+                PartitionRecord,
+                [keys[i : i + 16] for i in range(0, len(keys), 16)],
+                external,
+                content,
+                kind,
+                layer,
+                occurred,
+                expires,
+                statistics["importance"].tolist(),
+                statistics["confidence"].tolist(),
+                statistics["strength"].tolist(),
+                recalled,
+                rows["private"].tolist(),
+                group,
+            )
+        )
+        return records, tokens
+
+
+def _statistics(rows: npt.NDArray[np.void]) -> npt.NDArray[np.void]:
+    """The ``STATISTICS_ROW`` of each of ``rows``, with times since 1970."""
+    statistics = np.frombuffer(rows["statistics"].tobytes(), dtype=STATISTICS_ROW).copy()
+    for moment in ("last_recalled_at", "expires_at"):
+        statistics[moment] = _unix_micros(statistics[moment])
+    return statistics
+
+
+def _row_versions(rows: npt.NDArray[np.void]) -> bytes:
+    """The rows' ids and ``xmin``, as store_snapshot reads them back (_row_version)."""
+    versions = np.empty(len(rows), dtype=ROW_VERSION)
+    versions["key"] = rows["key"]
+    versions["xmin"] = rows["xmin"]
+    return versions.tobytes()
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,48 +341,6 @@ class _Snapshot:
 
 async def _no_query() -> None:
     return None
-
-
-def _record(row: Any) -> PartitionRecord:
-    """A :meth:`ColdReader._columns` row as a record."""
-    return PartitionRecord(row[0].bytes, *row[1:13])
-
-
-# A memory's tokens leave Postgres as one string and a count, not an array: SQLAlchemy's
-# per-element array processing cost more than the whole query on a 5,000-memory
-# partition. The tokens are the string split on spaces (none if it is empty), and the
-# count is computed the same way, so that every reader splits a row identically (a
-# stored token with a space in it, or a NULL one, would otherwise count differently).
-_TOKENS = func.coalesce(func.array_to_string(Memory.tokens, " "), "")
-_TOKEN_COUNT = case(
-    (_TOKENS == "", 0),
-    else_=func.length(_TOKENS) - func.length(func.replace(_TOKENS, " ", "")) + 1,
-)
-
-
-def _tokens(row: Any) -> list[str]:
-    """The tokens of a :meth:`ColdReader._columns` row (see ``_TOKENS``)."""
-    tokens: list[str] = row[13].split(" ") if row[14] else []
-    return tokens
-
-
-def _micros(moment: QueryableAttribute[Any], default: int) -> ColumnElement[Any]:
-    exact = cast(func.extract("epoch", moment) * 1_000_000, BigInteger)
-    return func.coalesce(exact, literal(default, BigInteger))
-
-
-def _check_row(distance: ColumnElement[Any]) -> ColumnElement[bytes]:
-    """A memory as one ``CHECK_ROW``: what a snapshot cannot hold (its distance to the
-    query, its statistics) with the id that says the row is the snapshot's."""
-    return _joined(
-        func.uuid_send(Memory.id, type_=LargeBinary),
-        func.float4send(cast(func.coalesce(distance, NO_DISTANCE), REAL), type_=LargeBinary),
-        func.float8send(Memory.importance, type_=LargeBinary),
-        func.float8send(Memory.confidence, type_=LargeBinary),
-        func.float8send(Memory.strength, type_=LargeBinary),
-        func.int8send(_micros(Memory.last_recalled_at, NEVER_RECALLED), type_=LargeBinary),
-        func.int8send(_micros(Memory.expires_at, NEVER_EXPIRES), type_=LargeBinary),
-    )
 
 
 def _snapshot_version() -> ColumnElement[str]:
@@ -327,27 +448,32 @@ class ColdReader:
         holds updates or deletes it in its own transaction, so a write committed since
         the snapshot was fetched is seen here (and the rows are read instead).
 
-        Rows the snapshot does not hold, or whose memory a write since recorded as
-        changed, are read with their content by a second statement, which must find
-        the snapshot row unchanged too."""
+        The same statement reads the texts of the memories the snapshot row records as
+        changed; a current row the snapshot lacks without such a record is read by a
+        second statement, which must find the snapshot row unchanged too."""
         still = self._snapshot_of(read.scope, _snapshot_version()).scalar_subquery()
         # Whether this transaction wrote already: a later write of its own would leave
         # the snapshot row's xmin as it is, so what it builds must not be stored.
         writing = func.txid_current_if_assigned().is_not(None)
-        check = read.concatenated(_check_row(self._distance(vector)), still, writing)
-        raw, current_version, wrote = (await read.connection.execute(check)).one()
-        rows = np.frombuffer(raw or b"", dtype=CHECK_ROW)
+        changed = (
+            self._snapshot_of(read.scope, func.unnest(PartitionSnapshot.changed).label("id"))
+            .distinct()
+            .subquery()
+        )
+        check = read.aggregated(self._distance(vector), texts_of=changed, also=(still, writing))
+        *values, current_version, wrote = (await read.connection.execute(check)).one()
         if current_version != snapshot.version:
             return None  # changed since it was fetched: read the rows
-        keys = rows["key"].tobytes()
+        found = _Aggregated.of(values)
+        rows = found.rows
         changes = None
-        if keys != snapshot.encoded.keys or snapshot.changed:
-            changes = await self._changes(read, snapshot, keys)
+        if rows["key"].tobytes() != snapshot.encoded.keys or snapshot.changed:
+            changes = await self._changes(read, snapshot, found)
             if changes is None:
                 return None
-        distances = rows["distance"].astype(np.float32)
-        similarity, has_vector = similarity_of(distances, vector is not None)
-        now = np.frombuffer(rows["statistics"].tobytes(), dtype=STATISTICS_ROW)
+        similarity, has_vector = similarity_of(
+            rows["distance"].astype(np.float32), vector is not None
+        )
         partition = encoding.loaded(
             snapshot.encoded,
             version,
@@ -355,7 +481,7 @@ class ColdReader:
             self._weights.neighbour_window,
             has_vector=has_vector,
             similarity=similarity,
-            statistics=now,
+            statistics=_statistics(rows),
             changes=changes,
         )
         # Completed with changes: worth storing in the snapshot's place (store_snapshot).
@@ -364,78 +490,75 @@ class ColdReader:
         return replace(partition, merged_from=snapshot.version)
 
     async def _changes(
-        self, read: _Read, snapshot: _Snapshot, keys: bytes
+        self, read: _Read, snapshot: _Snapshot, found: _Aggregated
     ) -> encoding.Changes | None:
-        """Where each current row (``keys``, in partition order) is in the snapshot, and
-        the rows it has no current copy of, read; None if a write came in between."""
+        """Where each current row is in the snapshot, and the rows it has no current copy
+        of (read with the check if recorded as changed); None if a write came in between."""
         held = snapshot.encoded.keys
         position = {held[i : i + 16]: i // 16 for i in range(0, len(held), 16)}
-        origin = np.fromiter(
-            (
-                -1 if key in snapshot.changed else position.get(key, -1)
-                for key in (keys[i : i + 16] for i in range(0, len(keys), 16))
-            ),
-            np.intp,
-            len(keys) // 16,
-        )
-        wanted = [uuid.UUID(bytes=keys[16 * i : 16 * i + 16]) for i in np.flatnonzero(origin < 0)]
+        keys = found.rows["key"].tobytes()
+        current = [keys[i : i + 16] for i in range(0, len(keys), 16)]
+        recorded = np.fromiter((key in snapshot.changed for key in current), np.bool_, len(current))
+        origin = np.fromiter((position.get(key, -1) for key in current), np.intp, len(current))
+        origin[recorded] = -1
+        wanted = np.flatnonzero(origin < 0)
         if len(wanted) > MAX_CHANGES:
             return None  # rows that came back without a recorded write (expiry moved)
-        added: list[PartitionRecord] = []
-        tokens: list[list[str]] = []
-        if wanted:
+        if np.array_equal(wanted, np.flatnonzero(recorded)):
+            added, tokens = found.records(found.rows[wanted])
+        else:  # never the case while every write is recorded; read them all
+            ids = [uuid.UUID(bytes=current[i]) for i in wanted]
             still = self._snapshot_of(read.scope, _snapshot_version()).scalar_subquery()
-            ids = bindparam("wanted", wanted, type_=ARRAY(PG_UUID(as_uuid=True)))
-            statement = read.ordered(self._columns(still)).where(Memory.id == any_(ids))
-            rows = (await read.connection.execute(statement)).all()
-            if [row[0] for row in rows] != wanted or any(r[15] != snapshot.version for r in rows):
+            bound = bindparam("wanted", ids, type_=ARRAY(PG_UUID(as_uuid=True)))
+            statement = read.aggregated(
+                literal(None), where=[Memory.id == any_(bound)], also=(still,)
+            )
+            *values, version = (await read.connection.execute(statement)).one()
+            again = _Aggregated.of(values)
+            if version != snapshot.version or again.rows["key"].tobytes() != b"".join(
+                current[i] for i in wanted
+            ):
                 return None
-            added = [_record(row) for row in rows]
-            tokens = [_tokens(row) for row in rows]
-        return encoding.Changes(origin, added, tokens, self._params)
+            added, tokens = again.records(again.rows)
+        return encoding.Changes(origin, added, [_split(t) for t in tokens], self._params)
 
-    @staticmethod
-    def _columns(*extra: ColumnElement[Any]) -> Any:
-        return select(
-            Memory.id,
-            Memory.external_id,
-            Memory.content,
-            Memory.memory_type,
-            Memory.layer,
-            Memory.occurred_at,
-            Memory.expires_at,
-            Memory.importance,
-            Memory.confidence,
-            Memory.strength,
-            Memory.last_recalled_at,
-            Memory.private_to_creator,
-            Memory.source_session_id,
-            _TOKENS,
-            _TOKEN_COUNT,
-            *extra,
-        )
-
-    def _bm25(self, rows: Sequence[Any]) -> Bm25Index:
-        """The BM25 index of rows from :meth:`_columns`: their tokens (``_tokens``) in
-        one split, which the per-row counts from Postgres match by construction."""
-        lengths = np.fromiter((row[14] for row in rows), np.int64, len(rows))
-        tokens = " ".join(row[13] for row in rows if row[14]).split(" ") if lengths.any() else []
-        return Bm25Index.build_flat(tokens, lengths, self._params)
+    def _bm25(self, tokens: Sequence[str]) -> Bm25Index:
+        """The BM25 index of memories whose tokens are ``tokens`` as sent (``_split``),
+        in one split of all of them."""
+        lengths = np.fromiter((t.count(" ") + 1 if t else 0 for t in tokens), np.int64, len(tokens))
+        flat = " ".join(t for t in tokens if t).split(" ") if lengths.any() else []
+        return Bm25Index.build_flat(flat, lengths, self._params)
 
     async def _from_rows(self, read: _Read, vector: Vector | None, version: str) -> LoadedPartition:
-        wants_snapshot = self._snapshot_min is not None
-        extra = [self._distance(vector)] + ([_row_version()] if wants_snapshot else [])
-        rows = (await read.connection.execute(read.ordered(self._columns(*extra)))).all()
-        records = [_record(row) for row in rows]
-        distances = np.fromiter(
-            (NO_DISTANCE if row[15] is None else row[15] for row in rows), np.float32, len(rows)
+        statement = read.aggregated(self._distance(vector))
+        found = _Aggregated.of((await read.connection.execute(statement)).one())
+        rows = found.rows
+        records, tokens = found.records(rows)
+        similarity, has_vector = similarity_of(
+            rows["distance"].astype(np.float32), vector is not None
         )
-        similarity, has_vector = similarity_of(distances, vector is not None)
         row_versions = None
         if self._snapshot_min is not None and len(rows) >= self._snapshot_min:
-            row_versions = b"".join(row[16] for row in rows)
-        index = build_index(records, self._bm25(rows), None, has_vector, self._weights)
-        return assemble(records, index, version, "cold", similarity, row_versions)
+            row_versions = _row_versions(rows)
+        groups = [r.group for r in records]
+        columns = PartitionColumns(
+            records=records,
+            built=_statistics(rows),
+            occurred=_unix_micros(rows["occurred"]) / 1e6,
+            private=rows["private"].copy(),
+            neighbours=neighbour_table(
+                groups, np.arange(len(rows), dtype=np.int64), self._weights.neighbour_window
+            ),
+            bm25=self._bm25(tokens),
+        )
+        return from_columns(
+            columns,
+            version,
+            "cold",
+            has_vector=has_vector,
+            similarity=similarity,
+            row_versions=row_versions,
+        )
 
     async def vectors(
         self, session: AsyncSession, scope: RelationshipScope, records: list[PartitionRecord]

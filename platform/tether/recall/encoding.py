@@ -14,19 +14,16 @@ import numpy.typing as npt
 
 from tether.recall.bm25 import Bm25Index, Bm25Params, Bm25Parts
 from tether.recall.loaded import (
-    NEVER_EXPIRES,
-    NEVER_RECALLED,
     STATISTICS_ROW,
     LoadedPartition,
+    PartitionColumns,
     PartitionRecord,
     Vector,
-    assemble,
+    from_columns,
     occurred_seconds,
-    seconds,
     statistics_table,
-    statistics_values,
 )
-from tether.recall.partition import PartitionIndex, neighbour_table
+from tether.recall.partition import neighbour_table
 
 
 class EncodedPartition(msgspec.Struct, array_like=True):
@@ -109,17 +106,6 @@ def decode(raw: bytes) -> EncodedPartition | None:
         return None
 
 
-def _patched(
-    records: list[PartitionRecord], built: npt.NDArray[np.void], now: npt.NDArray[np.void]
-) -> list[PartitionRecord]:
-    """``records`` with the statistics of the rows that differ from the built ones."""
-    width = STATISTICS_ROW.itemsize
-    differs = built.view(np.uint8).reshape(-1, width) != now.view(np.uint8).reshape(-1, width)
-    for i in np.flatnonzero(differs.any(axis=1)):
-        records[i] = msgspec.structs.replace(records[i], **statistics_values(now[i]))
-    return records
-
-
 @dataclass(frozen=True, slots=True)
 class Changes:
     """How a partition's current rows differ from an encoded one: row ``i`` is the
@@ -132,20 +118,10 @@ class Changes:
     params: Bm25Params  # the BM25 parameters the encoded index was built with
 
 
-@dataclass(frozen=True, slots=True)
-class _Columns:
-    records: list[PartitionRecord]
-    built: npt.NDArray[np.void]  # STATISTICS_ROW as the records hold them
-    occurred: npt.NDArray[np.float64]
-    private: npt.NDArray[np.bool_]
-    neighbours: npt.NDArray[np.intp]
-    bm25: Bm25Index
-
-
-def _as_encoded(encoded: EncodedPartition, window: int) -> _Columns:
+def _as_encoded(encoded: EncodedPartition, window: int) -> PartitionColumns:
     count = len(encoded.records)
     neighbours = np.frombuffer(encoded.neighbours, np.int32).reshape(count, 2 * window)
-    return _Columns(
+    return PartitionColumns(
         records=encoded.records,
         built=np.frombuffer(encoded.statistics, dtype=STATISTICS_ROW),
         occurred=np.frombuffer(encoded.occurred, dtype=np.float64),
@@ -155,7 +131,7 @@ def _as_encoded(encoded: EncodedPartition, window: int) -> _Columns:
     )
 
 
-def _as_changed(encoded: EncodedPartition, changes: Changes, window: int) -> _Columns:
+def _as_changed(encoded: EncodedPartition, changes: Changes, window: int) -> PartitionColumns:
     """The encoded partition with ``changes`` applied: what indexing the current rows
     would build, without indexing the rows it already holds."""
     origin, added = changes.origin, changes.added
@@ -179,7 +155,7 @@ def _as_changed(encoded: EncodedPartition, changes: Changes, window: int) -> _Co
         np.fromiter((r.private_to_creator for r in added), np.bool_, len(added)),
     )
     groups = [r.group for r in records]
-    return _Columns(
+    return PartitionColumns(
         records=records,
         built=built,
         occurred=occurred,
@@ -207,34 +183,12 @@ def loaded(
     columns = (
         _as_encoded(encoded, window) if changes is None else _as_changed(encoded, changes, window)
     )
-    count = len(columns.records)
-    built = columns.built
-    records = columns.records
-    if statistics is None:
-        statistics = built
-    else:
-        records = _patched(records, built, statistics)
-    recalled = seconds(statistics["last_recalled_at"].astype(np.int64), NEVER_RECALLED, -np.inf)
-    occurred = columns.occurred
-    index = PartitionIndex(
-        keys=np.arange(count, dtype=np.int64),
-        bm25=columns.bm25,
-        matrix=matrix,
-        has_vector=has_vector,
-        importance=statistics["importance"].astype(np.float64),
-        confidence=statistics["confidence"].astype(np.float64),
-        strength=statistics["strength"].astype(np.float64),
-        # A recall restarts the forgetting curve.
-        reference_time=np.maximum(occurred, recalled),
-        neighbours=columns.neighbours,
-    )
-    expires_at = seconds(statistics["expires_at"].astype(np.int64), NEVER_EXPIRES, np.inf)
-    return assemble(
-        records,
-        index,
+    return from_columns(
+        columns,
         version,
         source,
-        similarity,
-        expires_at=expires_at,
-        private=columns.private,
+        has_vector=has_vector,
+        matrix=matrix,
+        similarity=similarity,
+        statistics=statistics,
     )

@@ -1,6 +1,6 @@
 """A relationship's partition as the ranker takes it: its memories' records and the
 index built over them. Built by every tier of the partition store (hot.py) from rows,
-a Postgres snapshot or a Redis copy (cold.py, encoding.py)."""
+a Postgres snapshot or a Redis copy (cold.py, encoding.py), as columns."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import numpy.typing as npt
 
 from tether.recall.bm25 import Bm25Index
 from tether.recall.partition import PartitionIndex
-from tether.recall.weights import RankWeights
 
 Vector = npt.NDArray[np.float32]
 FloatArray = npt.NDArray[np.float64]
@@ -127,79 +126,79 @@ class LoadedPartition:
     merged_from: str | None = None
 
 
-def _floats(records: Sequence[PartitionRecord], field: str) -> FloatArray:
-    return np.fromiter((getattr(r, field) for r in records), np.float64, len(records))
+@dataclass(frozen=True, slots=True)
+class PartitionColumns:
+    """A partition as its records and the per-row columns ranking needs, row ``i`` of
+    each being one memory: what every tier builds (from rows, a snapshot, a Redis copy)
+    before the ranking view is assembled by :func:`from_columns`."""
+
+    records: list[PartitionRecord]
+    built: npt.NDArray[np.void]  # STATISTICS_ROW as the records hold them
+    occurred: FloatArray  # POSIX seconds
+    private: npt.NDArray[np.bool_]
+    neighbours: npt.NDArray[np.intp]  # PartitionIndex.neighbours
+    bm25: Bm25Index
 
 
-def _seconds(moment: datetime | None, default: float) -> float:
-    return default if moment is None else moment.timestamp()
-
-
-def assemble(
-    records: list[PartitionRecord],
-    index: PartitionIndex,
+def from_columns(
+    columns: PartitionColumns,
     version: str,
     source: str,
-    similarity: Vector | None = None,
-    row_versions: bytes | None = None,
     *,
-    expires_at: FloatArray | None = None,
-    private: npt.NDArray[np.bool_] | None = None,
+    has_vector: npt.NDArray[np.bool_],
+    matrix: Vector | None = None,
+    similarity: Vector | None = None,
+    statistics: npt.NDArray[np.void] | None = None,
+    row_versions: bytes | None = None,
 ) -> LoadedPartition:
-    """``expires_at``, ``private``: when already known as columns (a snapshot)."""
-    count = len(records)
+    """The partition ``columns`` hold, ready to rank, with ``statistics``
+    (``STATISTICS_ROW``, one per row; ``columns.built`` if None) taken as the current
+    ones: the records whose statistics differ are brought up to date."""
+    records = columns.records
+    if statistics is None:
+        statistics = columns.built
+    else:
+        records = _patched(records, columns.built, statistics)
+    recalled = seconds(statistics["last_recalled_at"].astype(np.int64), NEVER_RECALLED, -np.inf)
+    index = PartitionIndex(
+        keys=np.arange(len(records), dtype=np.int64),
+        bm25=columns.bm25,
+        matrix=matrix,
+        has_vector=has_vector,
+        importance=statistics["importance"].astype(np.float64),
+        confidence=statistics["confidence"].astype(np.float64),
+        strength=statistics["strength"].astype(np.float64),
+        # A recall restarts the forgetting curve.
+        reference_time=np.maximum(columns.occurred, recalled),
+        neighbours=columns.neighbours,
+    )
     summaries = [i for i, r in enumerate(records) if r.memory_type == "summary"]
-    if expires_at is None:
-        expires_at = np.fromiter(
-            (_seconds(r.expires_at, np.inf) for r in records), np.float64, count
-        )
-    if private is None:
-        private = np.fromiter((r.private_to_creator for r in records), np.bool_, count)
     return LoadedPartition(
         records=records,
         index=index,
         version=version,
         source=source,
-        expires_at=expires_at,
-        private=private,
+        expires_at=seconds(statistics["expires_at"].astype(np.int64), NEVER_EXPIRES, np.inf),
+        private=columns.private,
         latest_summary=max(summaries, key=lambda i: records[i].occurred_at, default=None),
         similarity=similarity,
         row_versions=row_versions,
     )
 
 
+def _patched(
+    records: list[PartitionRecord], built: npt.NDArray[np.void], now: npt.NDArray[np.void]
+) -> list[PartitionRecord]:
+    """``records`` with the statistics of the rows that differ from the built ones."""
+    width = STATISTICS_ROW.itemsize
+    differs = built.view(np.uint8).reshape(-1, width) != now.view(np.uint8).reshape(-1, width)
+    for i in np.flatnonzero(differs.any(axis=1)):
+        records[i] = msgspec.structs.replace(records[i], **statistics_values(now[i]))
+    return records
+
+
 def occurred_seconds(records: Sequence[PartitionRecord]) -> FloatArray:
     return np.fromiter((r.occurred_at.timestamp() for r in records), np.float64, len(records))
-
-
-def build_index(
-    records: list[PartitionRecord],
-    bm25: Bm25Index,
-    matrix: Vector | None,
-    has_vector: npt.NDArray[np.bool_],
-    weights: RankWeights,
-) -> PartitionIndex:
-    count = len(records)
-    occurred = occurred_seconds(records)
-    recalled = np.fromiter(
-        (_seconds(r.last_recalled_at, -np.inf) for r in records), np.float64, count
-    )
-    return PartitionIndex.from_columns(
-        bm25=bm25,
-        keys=np.arange(count, dtype=np.int64),
-        matrix=matrix,
-        has_vector=has_vector,
-        importance=_floats(records, "importance"),
-        confidence=_floats(records, "confidence"),
-        strength=_floats(records, "strength"),
-        # A recall restarts the forgetting curve.
-        reference_time=np.maximum(occurred, recalled),
-        # One session's memories (extracted from it, or imported with its id) are
-        # neighbours in the order they happened; others stand alone.
-        groups=[r.group for r in records],
-        ordinals=np.arange(count, dtype=np.int64),
-        window=weights.neighbour_window,
-    )
 
 
 NO_DISTANCE = -1.0  # where a memory has no usable vector (a cosine distance is >= 0)

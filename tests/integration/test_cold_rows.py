@@ -1,0 +1,217 @@
+"""A cold read from rows (cold.py reads a partition as one row of aggregates) builds what
+the ranking reference builds from the same memories loaded row by row: the records, BM25
+scores, neighbours, every ranking column, and Postgres's cosine. The partition holds
+every kind of column value a read must carry (NULLs, empty tokens, Chinese, expiry,
+recalls, private memories, sessions, memories without vectors) and sits among memories
+that must not appear (another relationship's, inactive, superseded, deleted, expired)."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import text
+
+from tenancy.ids import RelationshipId, RelationshipScope
+from tests.support import MIXED_MEMORIES, resolve_body
+from tether.core.ids import TenantId
+from tether.core.resources import Resources
+from tether.core.settings import Settings
+from tether.core.tenant_sessions import tenant_session
+from tether.providers.configured import rank_weights
+from tether.recall.cold import ColdReader
+from tether.recall.loaded import LoadedPartition, PartitionRecord
+from tether.recall.partition import PartitionIndex, RankDoc
+from tether.recall.text import tokenize
+
+pytestmark = pytest.mark.integration
+
+DIMENSION = 8
+START = datetime(2026, 3, 1, 8, 30, 15, 123456, tzinfo=UTC)
+QUERIES = [["cello"], ["爬山", "火锅"], ["user", "tea"], ["猫"], ["nothing"]]
+_users = itertools.count()
+
+INSERT = text(
+    "INSERT INTO memories (relationship_id, id, tenant_id, external_id, memory_type, layer, "
+    "polarity, content, tokens, importance, confidence, strength, last_recalled_at, "
+    "occurred_at, expires_at, is_active, superseded_by, deleted_at, private_to_creator, "
+    "source_session_id, origin, embedding, embedding_dim) VALUES (:r, :id, :t, :external, "
+    ":kind, 'semantic', 'positive', :content, :tokens, :importance, :confidence, :strength, "
+    ":recalled, :occurred, :expires, :active, :superseded, :deleted, :private, :session, "
+    "'manual', CAST(:vector AS halfvec), :dimension)"
+)
+
+
+def _vector(seed: int) -> str:
+    values = np.random.default_rng(seed).standard_normal(DIMENSION)
+    return "[" + ",".join(f"{v:.4f}" for v in values) + "]"
+
+
+def _memory(scope: RelationshipScope, n: int, **overrides: Any) -> dict[str, Any]:
+    content = [*MIXED_MEMORIES, "The user drinks green tea", "…!?", "用户的猫叫小白"][n % 9]
+    values: dict[str, Any] = {
+        "r": scope.relationship_id,
+        "id": uuid.uuid4(),
+        "t": scope.tenant_id,
+        "external": f"ext-{uuid.uuid4()}" if n % 3 == 0 else None,
+        "kind": "summary" if n % 7 == 3 else "fact",
+        "content": content,
+        "tokens": tokenize(content),
+        "importance": 0.1 + (n % 9) / 10,
+        "confidence": 1 / (n + 3),
+        "strength": 1.0 + n % 4,
+        "recalled": START + timedelta(days=n, microseconds=n) if n % 4 == 1 else None,
+        # Two memories share a moment: the id orders them.
+        "occurred": START + timedelta(hours=n // 2 * 5, microseconds=7),
+        "expires": START + timedelta(days=3650) if n % 5 == 2 else None,
+        "active": True,
+        "superseded": None,
+        "deleted": None,
+        "private": n % 6 == 4,
+        "session": f"s-{n % 2}" if n % 3 else None,
+        "vector": _vector(n) if n % 8 != 5 else None,
+        "dimension": DIMENSION if n % 8 != 5 else None,
+    }
+    return values | overrides
+
+
+async def _partition(client: Any, make_tenant: Any, resources: Resources) -> RelationshipScope:
+    """A relationship of 24 active memories of every kind, with memories around it that
+    a read of it must not return."""
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    scopes = []
+    for _ in range(2):
+        body = resolve_body(f"cold-rows-{next(_users)}")
+        response = await client.post("/v1/resolve", json=body, headers=headers)
+        assert response.status_code in {200, 201}, response.text
+        rid = RelationshipId(uuid.UUID(response.json()["relationship_id"]))
+        scopes.append(RelationshipScope(TenantId(tenant.id), rid))
+    scope, sibling = scopes
+    now = datetime.now(UTC)
+    rows = [_memory(scope, n) for n in range(24)]
+    rows += [_memory(sibling, n) for n in range(4)]
+    rows += [
+        _memory(scope, 1, active=False),
+        _memory(scope, 2, superseded=rows[0]["id"], active=False),
+        _memory(scope, 3, deleted=now),
+        _memory(scope, 4, expires=now - timedelta(seconds=1)),
+    ]
+    async with resources.sessions() as session, session.begin():
+        for row in rows:
+            await session.execute(INSERT, row)
+    return scope
+
+
+async def _reference(
+    resources: Resources, scope: RelationshipScope, settings: Settings
+) -> tuple[list[PartitionRecord], PartitionIndex, list[Any], bytes]:
+    """The partition as the ranking reference builds it from rows loaded one by one."""
+    async with resources.sessions() as session:
+        rows = (
+            await session.execute(
+                text(
+                    "SELECT id, external_id, content, memory_type, layer, occurred_at, "
+                    "expires_at, importance, confidence, strength, last_recalled_at, "
+                    "private_to_creator, source_session_id, tokens, embedding::text, "
+                    "uuid_send(id) || int8send(xmin::text::bigint) "
+                    "FROM memories WHERE relationship_id = :r AND tenant_id = :t "
+                    "AND is_active AND superseded_by IS NULL AND deleted_at IS NULL "
+                    "AND (expires_at IS NULL OR expires_at > now()) "
+                    "ORDER BY occurred_at, id"
+                ),
+                {"r": scope.relationship_id, "t": scope.tenant_id},
+            )
+        ).all()
+    records = [PartitionRecord(row[0].bytes, *row[1:13]) for row in rows]
+    docs = [
+        RankDoc(
+            key=i,
+            tokens=row.tokens,
+            vector=None,
+            importance=row.importance,
+            confidence=row.confidence,
+            strength=row.strength,
+            occurred_at=row.occurred_at,
+            last_recalled_at=row.last_recalled_at,
+            group=row.source_session_id,
+            ordinal=i,
+        )
+        for i, row in enumerate(rows)
+    ]
+    vectors = [None if row[14] is None else np.array(eval(row[14])) for row in rows]  # noqa: S307
+    return (
+        records,
+        PartitionIndex.build(docs, rank_weights(settings)),
+        vectors,
+        b"".join(row[15] for row in rows),
+    )
+
+
+async def _read(
+    resources: Resources, scope: RelationshipScope, settings: Settings, query: Any
+) -> LoadedPartition:
+    async def vector() -> Any:
+        return query
+
+    reader = ColdReader(rank_weights(settings), None, 1)
+    async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
+        return await reader.read(session, scope, vector(), "v")
+
+
+async def test_a_read_from_rows_builds_what_the_reference_builds(
+    settings: Settings, client: Any, make_tenant: Any, resources: Resources
+) -> None:
+    scope = await _partition(client, make_tenant, resources)
+    records, index, vectors, versions = await _reference(resources, scope, settings)
+    query = np.random.default_rng(3).standard_normal(DIMENSION).astype(np.float32)
+    read = await _read(resources, scope, settings, query)
+    assert read.source == "cold"
+    assert len(records) == 24
+    assert read.records == records
+    assert read.row_versions == versions
+    for column in ("importance", "confidence", "strength", "reference_time", "neighbours"):
+        assert np.array_equal(getattr(read.index, column), getattr(index, column)), column
+    for words in QUERIES:
+        assert np.array_equal(read.index.bm25.scores(words), index.bm25.scores(words)), words
+    expires = [np.inf if r.expires_at is None else r.expires_at.timestamp() for r in records]
+    assert np.array_equal(read.expires_at, expires)
+    assert read.private.tolist() == [r.private_to_creator for r in records]
+    summaries = [i for i, r in enumerate(records) if r.memory_type == "summary"]
+    assert read.latest_summary == max(summaries, key=lambda i: records[i].occurred_at)
+    assert read.index.has_vector.tolist() == [v is not None for v in vectors]
+    assert read.similarity is not None
+    sent = query.astype(np.float16).astype(np.float64)  # the column is a halfvec
+    for similarity, vector in zip(read.similarity, vectors, strict=True):
+        if vector is not None:
+            expected = vector @ sent / (np.linalg.norm(vector) * np.linalg.norm(sent))
+            assert similarity == pytest.approx(expected, abs=1e-5)
+
+
+async def test_a_read_from_rows_without_a_query_vector_has_no_similarity(
+    settings: Settings, client: Any, make_tenant: Any, resources: Resources
+) -> None:
+    scope = await _partition(client, make_tenant, resources)
+    records, *_ = await _reference(resources, scope, settings)
+    read = await _read(resources, scope, settings, None)
+    assert read.records == records
+    assert read.similarity is None
+    assert read.index.has_vector.tolist() == [False] * len(records)
+
+
+async def test_an_empty_partition_reads_as_empty(
+    settings: Settings, client: Any, make_tenant: Any, resources: Resources
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    response = await client.post(
+        "/v1/resolve", json=resolve_body(f"cold-rows-{next(_users)}"), headers=headers
+    )
+    rid = RelationshipId(uuid.UUID(response.json()["relationship_id"]))
+    read = await _read(resources, RelationshipScope(TenantId(tenant.id), rid), settings, None)
+    assert read.records == []
+    assert read.index.bm25.scores(["cello"]).shape == (0,)
