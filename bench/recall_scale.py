@@ -531,16 +531,20 @@ class Bench:
         seen = Seen()
         for j in range(count):
             i = indexes[j % len(indexes)]
-            rid = self.population.ids[i]
-            if before == "writes":
-                rows = list(self.maker.rows(rid, 3, self.population.languages[i]))
-                asyncio.run(_write_like_extraction(self.database_url, rows, rid))
-            invalidate(self.redis_client, self.population, [i])
-            if before == "drop":
-                asyncio.run(_drop_snapshot(self.database_url, rid))
+            self.make_cold(i, before)
             seen.absorb(load_seen(self.port, self.requests(endpoint, [i], 1), 1))
             settle(self.redis_client, self.population, [i])
         return seen
+
+    def make_cold(self, i: int, before: str) -> None:
+        """Relationship ``i`` out of the hot tiers, after ``before`` (see ``cold``)."""
+        rid = self.population.ids[i]
+        if before == "writes":
+            rows = list(self.maker.rows(rid, 3, self.population.languages[i]))
+            asyncio.run(_write_like_extraction(self.database_url, rows, rid))
+        invalidate(self.redis_client, self.population, [i])
+        if before == "drop":
+            asyncio.run(_drop_snapshot(self.database_url, rid))
 
     def burst(self, endpoint: str, indexes: list[int]) -> Seen:
         """Every partition of ``indexes`` cold at once, then read back to back at c=1: each
@@ -555,15 +559,16 @@ class Bench:
         requests = self.requests("context", indexes, 5_000)
         return load_seen(self.port, requests, concurrency, seconds)
 
-    def timings(self, endpoint: str, indexes: list[int], cold: bool) -> str:
-        """Median timings_ms of a few requests (cumulative from the start of each step)."""
+    def timings(self, endpoint: str, indexes: list[int], cold: bool, before: str = "") -> str:
+        """Median timings_ms of a few requests (cumulative from the start of each step);
+        ``cold``: each made cold first, after ``before`` (see ``cold``)."""
         timings: dict[str, list[float]] = {}
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
         url = f"http://127.0.0.1:{self.port}"
         with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
             for i in (indexes[j % len(indexes)] for j in range(8)):
                 if cold:
-                    invalidate(self.redis_client, self.population, [i])
+                    self.make_cold(i, before)
                 path, body = BODIES[endpoint](self.population, i, self.rng)
                 answer = client.post(path, content=body).raise_for_status().json()
                 if cold:
@@ -631,6 +636,7 @@ def measure(bench: Bench, args: argparse.Namespace) -> dict[str, float]:
             name = f"{endpoint} cold-large {label}"
             p95[name] = measured.run.pct(measured.run.latencies_ms, 0.95)
             print(measured.summary(name))
+            print(bench.timings(endpoint, large, True, before))
         burst = bench.burst(endpoint, large)
         print(burst.summary(f"{endpoint} cold-large burst of {len(large)}"))
     for size, indexes in (("small", hot_small), ("large", large)):

@@ -18,8 +18,7 @@ import httpx
 import pytest
 from redis import Redis as SyncRedis
 
-from tether.api.request_id import request_id_middleware
-from tether.app import bind_resources, create_app
+from tether.app import bind_resources, create_app, with_outer_middleware
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import APP_ROLE, Settings
 from tether.health.heartbeat import HEARTBEAT_KEY
@@ -101,7 +100,7 @@ async def client(settings: Settings, resources: Resources) -> AsyncIterator[http
     # What the lifespan would do: load jieba and the embedding model before the first
     # request, so no test's first query embedding misses its deadline.
     await anyio.to_thread.run_sync(warm_up, settings, app.state.embedder)
-    transport = httpx.ASGITransport(app=request_id_middleware(app))
+    transport = httpx.ASGITransport(app=with_outer_middleware(app))
     async with httpx.AsyncClient(transport=transport, base_url="http://tether") as http:
         yield http
 

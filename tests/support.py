@@ -14,8 +14,7 @@ import httpx
 from redis.asyncio import Redis
 from sqlalchemy import event
 
-from tether.api.request_id import request_id_middleware
-from tether.app import bind_resources, create_app
+from tether.app import bind_resources, create_app, with_outer_middleware
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
 
@@ -77,7 +76,7 @@ async def app_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(settings)
     async with open_resources(settings) as resources:
         bind_resources(app, resources)
-        transport = httpx.ASGITransport(app=request_id_middleware(app))
+        transport = httpx.ASGITransport(app=with_outer_middleware(app))
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
             yield client
         await app.state.embedder.aclose()

@@ -23,6 +23,7 @@ from tenancy.access.middleware import ApiKeyAuthMiddleware
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.tenant_policies import TenantPolicies
 from tenancy.relationships.deps import provide_card_cache, provide_relationship_directory
+from tether.api.after_response import after_response_middleware
 from tether.api.metrics import http_tracing, route_telemetry
 from tether.api.problems import EXCEPTION_HANDLERS
 from tether.api.request_id import request_id_middleware
@@ -124,5 +125,11 @@ def create_app(settings: Settings) -> Litestar:
 
 
 def create_asgi(settings: Settings) -> ASGIApp:
-    """The app wrapped in request-id middleware (outermost, so even 404s carry one)."""
-    return request_id_middleware(create_app(settings))
+    return with_outer_middleware(create_app(settings))
+
+
+def with_outer_middleware(app: ASGIApp) -> ASGIApp:
+    """``app`` in the middleware that wraps even its 404s: the request id (outermost, so
+    every answer carries one), and the mark of when a response is sent, which background
+    work spawned after the response waits for."""
+    return request_id_middleware(after_response_middleware(app))

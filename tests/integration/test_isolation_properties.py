@@ -32,8 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tenancy.ids import RelationshipId, RelationshipScope
 from tests.support import resolve_body, wait_for_hot_copy
-from tether.api.request_id import request_id_middleware
-from tether.app import bind_resources, create_app
+from tether.app import bind_resources, create_app, with_outer_middleware
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
@@ -119,7 +118,7 @@ async def replica(settings: Settings, resources: Resources) -> AsyncIterator[htt
     own = dataclasses.replace(resources, settings=settings.model_copy(update={"recall": recall}))
     app = create_app(own.settings)
     bind_resources(app, own)
-    transport = httpx.ASGITransport(app=request_id_middleware(app))
+    transport = httpx.ASGITransport(app=with_outer_middleware(app))
     async with httpx.AsyncClient(transport=transport, base_url="http://tether") as http:
         yield http
 

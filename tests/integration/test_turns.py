@@ -264,8 +264,7 @@ async def test_privacy_off_drops_turns_and_says_so(client, gateway, resources) -
 async def test_queue_down_stores_synchronously_and_says_so(
     client, gateway, resources, settings, tmp_path
 ) -> None:
-    from tether.api.request_id import request_id_middleware
-    from tether.app import bind_resources, create_app
+    from tether.app import bind_resources, create_app, with_outer_middleware
     from tether.core.resources import open_resources
 
     _, headers = gateway
@@ -274,7 +273,7 @@ async def test_queue_down_stores_synchronously_and_says_so(
     app = create_app(broken)
     async with open_resources(broken) as down_resources:
         bind_resources(app, down_resources)
-        transport = httpx.ASGITransport(app=request_id_middleware(app))
+        transport = httpx.ASGITransport(app=with_outer_middleware(app))
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as down:
             body = {"turns": [turn("kept despite the queue", idempotency_key="q-1"), turn("two")]}
             url = f"/v1/relationships/{rid}/turns"

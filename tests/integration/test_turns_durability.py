@@ -15,8 +15,7 @@ from sqlalchemy import func, select
 
 from tests.conftest import start_worker, stop_worker
 from tests.support import resolve_body
-from tether.api.request_id import request_id_middleware
-from tether.app import bind_resources, create_app
+from tether.app import bind_resources, create_app, with_outer_middleware
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
 from tether.runtime.embedded_redis import EmbeddedRedis
@@ -188,7 +187,7 @@ async def test_redis_stopping_and_returning_loses_nothing(
     try:
         async with open_resources(own) as resources:
             bind_resources(app, resources)
-            transport = httpx.ASGITransport(app=request_id_middleware(app))
+            transport = httpx.ASGITransport(app=with_outer_middleware(app))
             async with httpx.AsyncClient(transport=transport, base_url="http://t") as api:
                 before = await _durable(resources)
                 rids = await _relationships(api, headers, 10, "outage")

@@ -1,18 +1,56 @@
-"""Fire-and-forget work after a response (e.g. queueing reinforcement): kept referenced
-until done so the event loop does not drop it, and its failure is logged, not raised."""
+"""Fire-and-forget work (e.g. queueing reinforcement, filling a cache): kept referenced
+until done so the event loop does not drop it, and its failure is logged, not raised.
+
+Work spawned ``after_response`` during a request starts once that request's response is
+sent (the API's outermost middleware marks it, see ``responding``): a cold read's fill
+runs for seconds of CPU in total and must not delay the answer that found it cold."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 log = logging.getLogger(__name__)
 _running: set[asyncio.Task[Any]] = set()
+# The current request's "response sent" event (None outside a request).
+_response_sent: ContextVar[asyncio.Event | None] = ContextVar("response_sent", default=None)
 
 
-def spawn(work: Coroutine[Any, Any, Any], what: str) -> asyncio.Task[Any]:
+@contextmanager
+def responding() -> Iterator[asyncio.Event]:
+    """Around one request: the event to set once its response is sent, which work
+    spawned ``after_response`` inside it waits for. It is set on leaving in any case
+    (a request that failed before answering must not hold its work back)."""
+    event = asyncio.Event()
+    token = _response_sent.set(event)
+    try:
+        yield event
+    finally:
+        event.set()
+        _response_sent.reset(token)
+
+
+async def _once_set(event: asyncio.Event, work: Coroutine[Any, Any, Any]) -> Any:
+    try:
+        await event.wait()
+    except BaseException:
+        work.close()  # never started: closed, or Python warns it was never awaited
+        raise
+    return await work
+
+
+def spawn(
+    work: Coroutine[Any, Any, Any], what: str, *, after_response: bool = False
+) -> asyncio.Task[Any]:
+    """Run ``work`` in the background; ``after_response``: inside a request, only once
+    its response is sent (at once elsewhere)."""
+    event = _response_sent.get() if after_response else None
+    if event is not None and not event.is_set():
+        work = _once_set(event, work)
     task = asyncio.get_running_loop().create_task(work)
     _running.add(task)
 

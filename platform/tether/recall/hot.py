@@ -282,7 +282,8 @@ class PartitionStore:
             return
         if len(self._filling) >= FILLS_AT_ONCE + FILLS_WAITING:
             return
-        task = spawn(self._fill(self._sessions, scope, cold, blob_key), "hot partition fill")
+        fill = self._fill(self._sessions, scope, cold, blob_key)
+        task = spawn(fill, "hot partition fill", after_response=True)
         self._filling[key] = task
         task.add_done_callback(lambda _: self._filling.pop(key, None))
 
