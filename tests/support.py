@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 from redis.asyncio import Redis
 from sqlalchemy import event
 
 from tether.app import bind_resources, create_app, with_outer_middleware
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
+from tether.recall.loaded import LoadedPartition
 
 # Memories of one relationship in English and Chinese, for the snapshot tests.
 MIXED_MEMORIES = [
@@ -100,3 +102,32 @@ def stalled_redis() -> Iterator[str]:
         yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
     finally:
         listener.close()
+
+
+def assert_same_partition(
+    served: LoadedPartition,
+    rows: LoadedPartition,
+    queries: list[list[str]],
+    *,
+    with_vectors: bool = True,
+) -> None:
+    """Two reads of one partition built the same thing: records, every ranking column,
+    similarities (``with_vectors``: read with a query vector, of memories that all have
+    one), and BM25 scores for ``queries``."""
+    assert served.records == rows.records
+    a, b = served.index, rows.index
+    for column in ("keys", "has_vector", "importance", "confidence", "strength", "neighbours"):
+        assert np.array_equal(getattr(a, column), getattr(b, column)), column
+    assert np.array_equal(a.reference_time, b.reference_time)
+    assert np.array_equal(served.expires_at, rows.expires_at)
+    assert np.array_equal(served.private, rows.private)
+    assert served.latest_summary == rows.latest_summary
+    if not with_vectors:
+        assert served.similarity is None
+        assert rows.similarity is None
+    elif served.records:
+        assert served.similarity is not None
+        assert rows.similarity is not None
+        assert np.array_equal(served.similarity, rows.similarity)
+    for query in queries:
+        assert np.array_equal(a.bm25.scores(query), b.bm25.scores(query)), query

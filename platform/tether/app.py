@@ -125,6 +125,7 @@ def create_app(settings: Settings) -> Litestar:
 
 
 def create_asgi(settings: Settings) -> ASGIApp:
+    """The app as the server runs it: inside the outer middleware."""
     return with_outer_middleware(create_app(settings))
 
 

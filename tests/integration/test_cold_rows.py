@@ -8,6 +8,7 @@ that must not appear (another relationship's, inactive, superseded, deleted, exp
 from __future__ import annotations
 
 import itertools
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,7 +18,7 @@ import pytest
 from sqlalchemy import text
 
 from tenancy.ids import RelationshipId, RelationshipScope
-from tests.support import MIXED_MEMORIES, resolve_body
+from tests.support import MIXED_MEMORIES, assert_same_partition, resolve_body
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
@@ -79,9 +80,11 @@ def _memory(scope: RelationshipScope, n: int, **overrides: Any) -> dict[str, Any
     return values | overrides
 
 
-async def _partition(client: Any, make_tenant: Any, resources: Resources) -> RelationshipScope:
-    """A relationship of 24 active memories of every kind, with memories around it that
-    a read of it must not return."""
+async def _partition(
+    client: Any, make_tenant: Any, resources: Resources
+) -> tuple[RelationshipScope, list[uuid.UUID]]:
+    """A relationship of 24 active memories of every kind, and the ids of the memories
+    around it that a read of it must not return."""
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
     scopes = []
@@ -104,7 +107,7 @@ async def _partition(client: Any, make_tenant: Any, resources: Resources) -> Rel
     async with resources.sessions() as session, session.begin():
         for row in rows:
             await session.execute(INSERT, row)
-    return scope
+    return scope, [row["id"] for row in rows[24:]]
 
 
 async def _reference(
@@ -143,7 +146,7 @@ async def _reference(
         )
         for i, row in enumerate(rows)
     ]
-    vectors = [None if row[14] is None else np.array(eval(row[14])) for row in rows]  # noqa: S307
+    vectors = [None if row[14] is None else np.array(json.loads(row[14])) for row in rows]
     return (
         records,
         PartitionIndex.build(docs, rank_weights(settings)),
@@ -163,10 +166,20 @@ async def _read(
         return await reader.read(session, scope, vector(), "v")
 
 
+async def _snapshot_stored(
+    resources: Resources, scope: RelationshipScope, settings: Settings
+) -> None:
+    reader = ColdReader(rank_weights(settings), None, 1)
+    async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
+        built = await reader.read_for_snapshot(session, scope)
+    assert built is not None
+    assert await reader.store_snapshot(resources.sessions, scope, built)
+
+
 async def test_a_read_from_rows_builds_what_the_reference_builds(
     settings: Settings, client: Any, make_tenant: Any, resources: Resources
 ) -> None:
-    scope = await _partition(client, make_tenant, resources)
+    scope, _ = await _partition(client, make_tenant, resources)
     records, index, vectors, versions = await _reference(resources, scope, settings)
     query = np.random.default_rng(3).standard_normal(DIMENSION).astype(np.float32)
     read = await _read(resources, scope, settings, query)
@@ -195,7 +208,7 @@ async def test_a_read_from_rows_builds_what_the_reference_builds(
 async def test_a_read_from_rows_without_a_query_vector_has_no_similarity(
     settings: Settings, client: Any, make_tenant: Any, resources: Resources
 ) -> None:
-    scope = await _partition(client, make_tenant, resources)
+    scope, _ = await _partition(client, make_tenant, resources)
     records, *_ = await _reference(resources, scope, settings)
     read = await _read(resources, scope, settings, None)
     assert read.records == records
@@ -215,3 +228,36 @@ async def test_an_empty_partition_reads_as_empty(
     read = await _read(resources, RelationshipScope(TenantId(tenant.id), rid), settings, None)
     assert read.records == []
     assert read.index.bm25.scores(["cello"]).shape == (0,)
+
+
+async def test_a_snapshot_check_reads_the_texts_of_its_own_changed_memories_only(
+    settings: Settings, client: Any, make_tenant: Any, resources: Resources
+) -> None:
+    """The ids a snapshot records as changed are joined to the partition's rows: ids of
+    another relationship's memories or of inactive ones, and repeated ids, add nothing."""
+    scope, others = await _partition(client, make_tenant, resources)
+    await _snapshot_stored(resources, scope, settings)
+    new = _memory(scope, 25, content="用户刚换了工作", tokens=tokenize("用户刚换了工作"))
+    async with resources.sessions() as session, session.begin():
+        await session.execute(INSERT, new)  # recorded by the trigger
+        await session.execute(
+            text(
+                "UPDATE recall_snapshots SET changed = changed || CAST(:others AS uuid[]) "
+                "|| changed WHERE relationship_id = :r"
+            ),
+            {"others": others, "r": scope.relationship_id},
+        )
+    query = np.random.default_rng(5).standard_normal(DIMENSION).astype(np.float32)
+    served = await _read(resources, scope, settings, query)
+    async with resources.sessions() as session, session.begin():
+        await session.execute(
+            text("DELETE FROM recall_snapshots WHERE relationship_id = :r"),
+            {"r": scope.relationship_id},
+        )
+    from_rows = await _read(resources, scope, settings, query)
+    assert (served.source, from_rows.source) == ("snapshot", "cold")
+    records, *_ = await _reference(resources, scope, settings)
+    assert from_rows.records == records
+    assert_same_partition(served, from_rows, QUERIES)
+    assert {r.id for r in served.records}.isdisjoint(others)
+    assert "用户刚换了工作" in [r.content for r in served.records]

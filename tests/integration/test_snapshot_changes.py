@@ -26,7 +26,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.ids import RelationshipId, RelationshipScope
-from tests.support import MIXED_MEMORIES, resolve_body
+from tests.support import MIXED_MEMORIES, assert_same_partition, resolve_body
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
@@ -305,23 +305,6 @@ async def _both_ways(
     return served, from_rows
 
 
-def assert_same_partition(served: LoadedPartition, rows: LoadedPartition) -> None:
-    assert served.records == rows.records
-    a, b = served.index, rows.index
-    for column in ("keys", "has_vector", "importance", "confidence", "strength", "neighbours"):
-        assert np.array_equal(getattr(a, column), getattr(b, column)), column
-    assert np.array_equal(a.reference_time, b.reference_time)
-    assert np.array_equal(served.expires_at, rows.expires_at)
-    assert np.array_equal(served.private, rows.private)
-    assert served.latest_summary == rows.latest_summary
-    if served.records:  # every memory has a vector here
-        assert served.similarity is not None
-        assert rows.similarity is not None
-        assert np.array_equal(served.similarity, rows.similarity)
-    for query in QUERIES:
-        assert np.array_equal(a.bm25.scores(query), b.bm25.scores(query)), query
-
-
 @hypothesis_settings(
     max_examples=20,
     deadline=None,
@@ -369,7 +352,7 @@ async def test_a_snapshot_completed_with_its_changes_equals_the_rows(
         state = await _snapshot_state(resources, partition.scope)
         dropped = dropped or state is None
         served, from_rows = await _both_ways(reader, resources, partition.scope)
-        assert_same_partition(served, from_rows)
+        assert_same_partition(served, from_rows, QUERIES)
         assert served.source == ("cold" if dropped else "snapshot"), (kind, state)
         if kind in DROPPED and partition.ids:
             assert state is None, kind
@@ -379,7 +362,7 @@ async def test_a_snapshot_completed_with_its_changes_equals_the_rows(
             assert await _snapshot_state(resources, partition.scope) == []
             again, from_rows = await _both_ways(reader, resources, partition.scope)
             assert again.merged_from is None
-            assert_same_partition(again, from_rows)
+            assert_same_partition(again, from_rows, QUERIES)
 
 
 async def test_past_the_limit_of_changes_the_snapshot_is_dropped(
@@ -398,7 +381,7 @@ async def test_past_the_limit_of_changes_the_snapshot_is_dropped(
     assert len(await _snapshot_state(resources, partition.scope) or []) == MAX_CHANGES
     served, from_rows = await _both_ways(reader, resources, partition.scope)
     assert served.source == "snapshot"
-    assert_same_partition(served, from_rows)
+    assert_same_partition(served, from_rows, QUERIES)
     async with resources.sessions() as session, session.begin():
         await _insert(session, partition.scope, "用户明天去北京", None, 1)
     assert await _snapshot_state(resources, partition.scope) is None

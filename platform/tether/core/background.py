@@ -2,12 +2,15 @@
 until done so the event loop does not drop it, and its failure is logged, not raised.
 
 Work spawned ``after_response`` during a request starts once that request's response is
-sent (the API's outermost middleware marks it, see ``responding``): a cold read's fill
-runs for seconds of CPU in total and must not delay the answer that found it cold."""
+sent (the API's outermost middleware marks it, see ``responding``), or after
+``AFTER_RESPONSE_MAX_WAIT`` seconds: a cold read's fill costs tens of milliseconds of CPU
+and must not delay the answer that found the partition cold, but neither may a slow or
+streamed answer hold it back for long (decision 0016)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
@@ -16,6 +19,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 _running: set[asyncio.Task[Any]] = set()
+AFTER_RESPONSE_MAX_WAIT = 1.0
 # The current request's "response sent" event (None outside a request).
 _response_sent: ContextVar[asyncio.Event | None] = ContextVar("response_sent", default=None)
 
@@ -35,11 +39,8 @@ def responding() -> Iterator[asyncio.Event]:
 
 
 async def _once_set(event: asyncio.Event, work: Coroutine[Any, Any, Any]) -> Any:
-    try:
-        await event.wait()
-    except BaseException:
-        work.close()  # never started: closed, or Python warns it was never awaited
-        raise
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(event.wait(), AFTER_RESPONSE_MAX_WAIT)
     return await work
 
 
@@ -49,9 +50,13 @@ def spawn(
     """Run ``work`` in the background; ``after_response``: inside a request, only once
     its response is sent (at once elsewhere)."""
     event = _response_sent.get() if after_response else None
+    held = work
     if event is not None and not event.is_set():
         work = _once_set(event, work)
     task = asyncio.get_running_loop().create_task(work)
+    # Cancelled before it started (a shutdown): closed, or Python warns it was never
+    # awaited. Closing a coroutine that ran is a no-op.
+    task.add_done_callback(lambda _: held.close())
     _running.add(task)
 
     def done(finished: asyncio.Task[Any]) -> None:

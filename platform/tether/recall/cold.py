@@ -10,10 +10,7 @@ each memory and only those numbers come back):
   from their rows and merged in (decision 0014).
 - from rows: every active memory with its tokens, indexed here.
 
-Both read a partition as one row of aggregates: a fixed-width binary row per memory
-(``ROW``: id, distance, statistics, times, ``xmin``) concatenated, and the text columns
-as arrays, which the driver decodes in C. One row per memory through the ORM or Core
-cost more than Postgres's whole scan (0015).
+Both read a partition as one row of aggregates (wire.py, decision 0015).
 
 A snapshot is stored after a read from rows (in the background, see hot.py) only if the
 rows still have the same ids and versions (``xmin``) under an advisory lock that every
@@ -34,9 +31,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import (
-    BigInteger,
     ColumnElement,
-    LargeBinary,
+    Select,
+    Subquery,
     Text,
     any_,
     bindparam,
@@ -48,11 +45,9 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, REAL, insert
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
-from sqlalchemy.orm import QueryableAttribute
-from sqlalchemy.sql.sqltypes import NullType
 
 from tenancy.ids import RelationshipScope
 from tenancy.models import Relationship
@@ -60,14 +55,9 @@ from tether.core.ids import TenantId
 from tether.core.telemetry import traced
 from tether.core.tenant_sessions import tenant_transaction
 from tether.memories.models import Memory
-from tether.memories.repositories import active_now
-from tether.recall import encoding
+from tether.recall import encoding, wire
 from tether.recall.bm25 import Bm25Index, Bm25Params
 from tether.recall.loaded import (
-    NEVER_EXPIRES,
-    NEVER_RECALLED,
-    NO_DISTANCE,
-    STATISTICS_ROW,
     LoadedPartition,
     PartitionColumns,
     PartitionRecord,
@@ -110,122 +100,6 @@ MAX_CHANGES = 256
 SNAPSHOT_FORMAT = 2
 # How long storing a snapshot may wait for a row lock (a tenant's deletion holds one).
 STORE_LOCK_TIMEOUT = "200ms"
-# Times leave Postgres in their binary form (timestamptz_send: big-endian microseconds
-# since 2000-01-01): extract(epoch ...) computes in numeric, and cost a read of 5,000
-# memories milliseconds. NULL is sent as the int64 extreme that sorts the same way,
-# which is also how Postgres encodes -infinity and infinity.
-POSTGRES_EPOCH = 946_684_800_000_000  # 2000-01-01 in microseconds since 1970-01-01
-# One memory as a read sends it (_row): its id, its cosine distance to the query, its
-# statistics, when it occurred, the transaction that wrote its row, whether it is private.
-ROW = np.dtype(
-    [
-        ("key", "V16"),
-        ("distance", ">f4"),
-        ("statistics", f"V{STATISTICS_ROW.itemsize}"),
-        ("occurred", ">i8"),
-        ("xmin", ">i8"),
-        ("private", "?"),
-    ]
-)
-# A row's id and xmin as store_snapshot compares them (_row_version).
-ROW_VERSION = np.dtype([("key", "V16"), ("xmin", ">i8")])
-
-
-def _joined(*parts: ColumnElement[bytes]) -> ColumnElement[bytes]:
-    """``parts`` concatenated into one bytea."""
-    joined = parts[0]
-    for part in parts[1:]:
-        joined = joined.op("||", return_type=LargeBinary)(part)
-    return joined
-
-
-def _row_version() -> ColumnElement[bytes]:
-    """A row's id and the transaction that wrote its current version: 24 bytes that
-    change with any update of the row."""
-    return _joined(func.uuid_send(Memory.id, type_=LargeBinary), _xmin())
-
-
-def _xmin() -> ColumnElement[bytes]:
-    """The transaction that wrote a memory row's current version, as 8 bytes."""
-    xmin = cast(cast(literal_column(f"{Memory.__tablename__}.xmin"), Text), BigInteger)
-    return func.int8send(xmin, type_=LargeBinary)
-
-
-def _active(statement: Any, scope: RelationshipScope, now: datetime) -> Any:
-    """``statement`` narrowed to the partition's memories active at ``now``."""
-    return statement.where(
-        Memory.relationship_id == scope.relationship_id,
-        Memory.tenant_id == scope.tenant_id,
-        Memory.deleted_at.is_(None),
-        *active_now(now),
-    )
-
-
-def _ordered(statement: Any, scope: RelationshipScope, now: datetime) -> Any:
-    """``statement`` narrowed to the partition's active memories, in their order."""
-    return _active(statement, scope, now).order_by(Memory.occurred_at, Memory.id)
-
-
-def _concatenated(
-    row: ColumnElement[bytes], scope: RelationshipScope, now: datetime, *also: Any
-) -> Any:
-    """One bytea of ``row`` for every active memory of the partition, in order (and
-    ``also``, evaluated in the same statement)."""
-    rows = _ordered(select(row.label("row")), scope, now).subquery()
-    return select(func.string_agg(rows.c.row, literal(b"", LargeBinary), type_=LargeBinary), *also)
-
-
-# A memory's tokens leave Postgres as one string: the tokens are that string split on
-# spaces (none if it is empty). Every reader splits a row this way, so a merged row and
-# an indexed one always agree (a stored token with a space in it, or a NULL one, would
-# otherwise count differently in different readers).
-_TOKENS = func.coalesce(func.array_to_string(Memory.tokens, " "), "")
-# The PartitionRecord fields a read sends as arrays, in order; the rest is in ROW.
-_TEXTS: tuple[ColumnElement[Any] | QueryableAttribute[Any], ...] = (
-    Memory.external_id,
-    Memory.content,
-    Memory.memory_type,
-    Memory.layer,
-    Memory.occurred_at,
-    Memory.expires_at,
-    Memory.last_recalled_at,
-    Memory.source_session_id,
-    _TOKENS,
-)
-
-
-def _split(tokens: str) -> list[str]:
-    """One memory's tokens as sent (see ``_TOKENS``)."""
-    return tokens.split(" ") if tokens else []
-
-
-def _time(moment: QueryableAttribute[Any], default: int) -> ColumnElement[bytes]:
-    """``moment`` as 8 bytes (see ``POSTGRES_EPOCH``), ``default`` where it is NULL."""
-    sent = func.timestamptz_send(moment, type_=LargeBinary)
-    return func.coalesce(sent, literal(default.to_bytes(8, "big", signed=True), LargeBinary))
-
-
-def _unix_micros(sent: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
-    """Times as ``_time`` sends them, in microseconds since 1970 (the extremes kept)."""
-    micros = sent.astype(np.int64)
-    extreme = (micros == NEVER_RECALLED) | (micros == NEVER_EXPIRES)
-    return np.where(extreme, micros, micros + POSTGRES_EPOCH)
-
-
-def _row(distance: ColumnElement[Any]) -> ColumnElement[bytes]:
-    """A memory as one ``ROW``."""
-    return _joined(
-        func.uuid_send(Memory.id, type_=LargeBinary),
-        func.float4send(cast(func.coalesce(distance, NO_DISTANCE), REAL), type_=LargeBinary),
-        func.float8send(Memory.importance, type_=LargeBinary),
-        func.float8send(Memory.confidence, type_=LargeBinary),
-        func.float8send(Memory.strength, type_=LargeBinary),
-        _time(Memory.last_recalled_at, NEVER_RECALLED),
-        _time(Memory.expires_at, NEVER_EXPIRES),
-        func.timestamptz_send(Memory.occurred_at, type_=LargeBinary),
-        _xmin(),
-        func.boolsend(Memory.private_to_creator, type_=LargeBinary),
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,98 +112,19 @@ class _Read:
     now: datetime
 
     def active(self, statement: Any) -> Any:
-        return _active(statement, self.scope, self.now)
+        return wire.active(statement, self.scope, self.now)
 
     def aggregated(
         self,
         distance: ColumnElement[Any],
         *,
-        texts_of: Any = None,
+        texts_of: Subquery | None = None,
         where: Sequence[ColumnElement[bool]] = (),
         also: Sequence[Any] = (),
-    ) -> Any:
-        """One row: the ``ROW`` of every active memory of the partition (that ``where``
-        selects) concatenated in partition order, then each ``_TEXTS`` column as an array
-        in the same order, of all those memories or, given ``texts_of`` (a subquery of
-        ids, column ``id``), of those it holds; then ``also``."""
-        texts: list[Any] = list(_TEXTS)
-        statement = select(_row(distance).label("row"))
-        if texts_of is not None:
-            # Joined, not tested per column: a membership test per text column and row
-            # cost more than the rest of the statement.
-            marked = texts_of.c.id.is_not(None)
-            texts = [case((marked, column)) for column in texts]
-            joined = Memory.__table__.outerjoin(texts_of, texts_of.c.id == Memory.id)
-            statement = statement.add_columns(marked.label("marked")).select_from(joined)
-        statement = statement.add_columns(*(t.label(f"text{i}") for i, t in enumerate(texts)))
-        rows = _ordered(statement, self.scope, self.now).where(*where).subquery()
-
-        def array(i: int) -> Any:
-            # Untyped: SQLAlchemy's per-element processing of typed arrays costs more
-            # than decoding them, which the driver does.
-            values = func.array_agg(rows.c[f"text{i}"], type_=NullType())
-            return values if texts_of is None else values.filter(rows.c.marked)
-
-        concatenated = func.string_agg(rows.c.row, literal(b"", LargeBinary), type_=LargeBinary)
-        return select(concatenated, *(array(i) for i in range(len(texts))), *also)
-
-
-@dataclass(frozen=True, slots=True)
-class _Aggregated:
-    """What :meth:`_Read.aggregated` read: every memory's ``ROW``, and the text columns
-    of those it read them for."""
-
-    rows: npt.NDArray[np.void]
-    texts: tuple[list[Any], ...]
-
-    @classmethod
-    def of(cls, values: Sequence[Any]) -> _Aggregated:
-        texts = tuple(list(column or ()) for column in values[1 : 1 + len(_TEXTS)])
-        return cls(np.frombuffer(values[0] or b"", dtype=ROW), texts)
-
-    def records(self, rows: npt.NDArray[np.void]) -> tuple[list[PartitionRecord], list[str]]:
-        """``rows`` (those the texts were read for, in order) as records, and each
-        one's tokens as sent (``_split`` splits them)."""
-        if any(len(column) != len(rows) for column in self.texts):
-            raise ValueError("the texts read are not those of the rows")
-        external, content, kind, layer, occurred, expires, recalled, group, tokens = self.texts
-        statistics = _statistics(rows)
-        keys = rows["key"].tobytes()
-        records = list(
-            map(
-                PartitionRecord,
-                [keys[i : i + 16] for i in range(0, len(keys), 16)],
-                external,
-                content,
-                kind,
-                layer,
-                occurred,
-                expires,
-                statistics["importance"].tolist(),
-                statistics["confidence"].tolist(),
-                statistics["strength"].tolist(),
-                recalled,
-                rows["private"].tolist(),
-                group,
-            )
+    ) -> Select[Any]:
+        return wire.aggregated(
+            self.scope, self.now, distance, texts_of=texts_of, where=where, also=also
         )
-        return records, tokens
-
-
-def _statistics(rows: npt.NDArray[np.void]) -> npt.NDArray[np.void]:
-    """The ``STATISTICS_ROW`` of each of ``rows``, with times since 1970."""
-    statistics = np.frombuffer(rows["statistics"].tobytes(), dtype=STATISTICS_ROW).copy()
-    for moment in ("last_recalled_at", "expires_at"):
-        statistics[moment] = _unix_micros(statistics[moment])
-    return statistics
-
-
-def _row_versions(rows: npt.NDArray[np.void]) -> bytes:
-    """The rows' ids and ``xmin``, as store_snapshot reads them back (_row_version)."""
-    versions = np.empty(len(rows), dtype=ROW_VERSION)
-    versions["key"] = rows["key"]
-    versions["xmin"] = rows["xmin"]
-    return versions.tobytes()
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,27 +239,15 @@ class ColdReader:
         self, read: _Read, snapshot: _Snapshot, vector: Vector | None, version: str
     ) -> LoadedPartition | None:
         """The snapshot completed from the rows, if it is still stored: the rows and the
-        snapshot row are read by one statement, and a write that changes what a snapshot
-        holds updates or deletes it in its own transaction, so a write committed since
-        the snapshot was fetched is seen here (and the rows are read instead).
-
-        The same statement reads the texts of the memories the snapshot row records as
-        changed; a current row the snapshot lacks without such a record is read by a
-        second statement, which must find the snapshot row unchanged too."""
-        still = self._snapshot_of(read.scope, _snapshot_version()).scalar_subquery()
-        # Whether this transaction wrote already: a later write of its own would leave
-        # the snapshot row's xmin as it is, so what it builds must not be stored.
-        writing = func.txid_current_if_assigned().is_not(None)
-        changed = (
-            self._snapshot_of(read.scope, func.unnest(PartitionSnapshot.changed).label("id"))
-            .distinct()
-            .subquery()
-        )
-        check = read.aggregated(self._distance(vector), texts_of=changed, also=(still, writing))
-        *values, current_version, wrote = (await read.connection.execute(check)).one()
+        snapshot row are read by one statement (``_check``), and a write that changes
+        what a snapshot holds updates or deletes it in its own transaction, so a write
+        committed since the snapshot was fetched is seen here (and the rows are read
+        instead)."""
+        checked = await read.connection.execute(self._check(read, vector))
+        *values, current_version, wrote = checked.one()
         if current_version != snapshot.version:
             return None  # changed since it was fetched: read the rows
-        found = _Aggregated.of(values)
+        found = wire.Aggregated.of(values)
         rows = found.rows
         changes = None
         if rows["key"].tobytes() != snapshot.encoded.keys or snapshot.changed:
@@ -481,7 +264,7 @@ class ColdReader:
             self._weights.neighbour_window,
             has_vector=has_vector,
             similarity=similarity,
-            statistics=_statistics(rows),
+            statistics=wire.statistics_of(rows),
             changes=changes,
         )
         # Completed with changes: worth storing in the snapshot's place (store_snapshot).
@@ -489,11 +272,26 @@ class ColdReader:
             return partition
         return replace(partition, merged_from=snapshot.version)
 
+    def _check(self, read: _Read, vector: Vector | None) -> Select[Any]:
+        """The partition's rows with the texts of the memories the snapshot row records
+        as changed, the snapshot row's version, and whether this transaction wrote
+        already (a later write of its own would leave that version as it is, so what it
+        builds must not be stored)."""
+        changed = (
+            self._snapshot_of(read.scope, func.unnest(PartitionSnapshot.changed).label("id"))
+            .distinct()
+            .subquery()
+        )
+        still = self._snapshot_of(read.scope, _snapshot_version()).scalar_subquery()
+        writing = func.txid_current_if_assigned().is_not(None)
+        return read.aggregated(self._distance(vector), texts_of=changed, also=(still, writing))
+
     async def _changes(
-        self, read: _Read, snapshot: _Snapshot, found: _Aggregated
+        self, read: _Read, snapshot: _Snapshot, found: wire.Aggregated
     ) -> encoding.Changes | None:
         """Where each current row is in the snapshot, and the rows it has no current copy
-        of (read with the check if recorded as changed); None if a write came in between."""
+        of (their texts came with the check if a write was recorded, as it always is);
+        None if a write came in between."""
         held = snapshot.encoded.keys
         position = {held[i : i + 16]: i // 16 for i in range(0, len(held), 16)}
         keys = found.rows["key"].tobytes()
@@ -504,26 +302,35 @@ class ColdReader:
         wanted = np.flatnonzero(origin < 0)
         if len(wanted) > MAX_CHANGES:
             return None  # rows that came back without a recorded write (expiry moved)
-        if np.array_equal(wanted, np.flatnonzero(recorded)):
-            added, tokens = found.records(found.rows[wanted])
-        else:  # never the case while every write is recorded; read them all
-            ids = [uuid.UUID(bytes=current[i]) for i in wanted]
-            still = self._snapshot_of(read.scope, _snapshot_version()).scalar_subquery()
-            bound = bindparam("wanted", ids, type_=ARRAY(PG_UUID(as_uuid=True)))
-            statement = read.aggregated(
-                literal(None), where=[Memory.id == any_(bound)], also=(still,)
-            )
-            *values, version = (await read.connection.execute(statement)).one()
-            again = _Aggregated.of(values)
-            if version != snapshot.version or again.rows["key"].tobytes() != b"".join(
-                current[i] for i in wanted
-            ):
+        if not np.array_equal(wanted, np.flatnonzero(recorded)):
+            unrecorded = await self._unrecorded(read, snapshot, [current[i] for i in wanted])
+            if unrecorded is None:
                 return None
-            added, tokens = again.records(again.rows)
-        return encoding.Changes(origin, added, [_split(t) for t in tokens], self._params)
+            found, wanted = unrecorded, np.arange(len(wanted))
+        try:
+            added, tokens = found.records(found.rows[wanted])
+        except ValueError:  # texts not those of the rows: never seen; read the rows
+            log.warning("a snapshot check read texts of other rows; reading the rows")
+            return None
+        return encoding.Changes(origin, added, [wire.split_tokens(t) for t in tokens], self._params)
+
+    async def _unrecorded(
+        self, read: _Read, snapshot: _Snapshot, keys: list[bytes]
+    ) -> wire.Aggregated | None:
+        """The rows of ``keys`` (memories the snapshot lacks with no record of a write:
+        one made with triggers off), if the snapshot row is still unchanged."""
+        ids = [uuid.UUID(bytes=key) for key in keys]
+        still = self._snapshot_of(read.scope, _snapshot_version()).scalar_subquery()
+        bound = bindparam("wanted", ids, type_=ARRAY(PG_UUID(as_uuid=True)))
+        statement = read.aggregated(literal(None), where=[Memory.id == any_(bound)], also=(still,))
+        *values, version = (await read.connection.execute(statement)).one()
+        found = wire.Aggregated.of(values)
+        if version != snapshot.version or found.rows["key"].tobytes() != b"".join(keys):
+            return None
+        return found
 
     def _bm25(self, tokens: Sequence[str]) -> Bm25Index:
-        """The BM25 index of memories whose tokens are ``tokens`` as sent (``_split``),
+        """The BM25 index of memories whose tokens are ``tokens`` as sent (``wire.split_tokens``),
         in one split of all of them."""
         lengths = np.fromiter((t.count(" ") + 1 if t else 0 for t in tokens), np.int64, len(tokens))
         flat = " ".join(t for t in tokens if t).split(" ") if lengths.any() else []
@@ -531,7 +338,7 @@ class ColdReader:
 
     async def _from_rows(self, read: _Read, vector: Vector | None, version: str) -> LoadedPartition:
         statement = read.aggregated(self._distance(vector))
-        found = _Aggregated.of((await read.connection.execute(statement)).one())
+        found = wire.Aggregated.of((await read.connection.execute(statement)).one())
         rows = found.rows
         records, tokens = found.records(rows)
         similarity, has_vector = similarity_of(
@@ -539,12 +346,12 @@ class ColdReader:
         )
         row_versions = None
         if self._snapshot_min is not None and len(rows) >= self._snapshot_min:
-            row_versions = _row_versions(rows)
+            row_versions = wire.row_versions(rows)
         groups = [r.group for r in records]
         columns = PartitionColumns(
             records=records,
-            built=_statistics(rows),
-            occurred=_unix_micros(rows["occurred"]) / 1e6,
+            built=wire.statistics_of(rows),
+            occurred=wire.unix_micros(rows["occurred"]) / 1e6,
             private=rows["private"].copy(),
             neighbours=neighbour_table(
                 groups, np.arange(len(rows), dtype=np.int64), self._weights.neighbour_window
@@ -567,7 +374,7 @@ class ColdReader:
         Usually the same rows in the same order; a write in between is matched by id."""
         vector = case((self._usable(), func.halfvec_send(Memory.embedding)), else_=None)
         connection = await session.connection()
-        statement = _ordered(select(Memory.id, vector), scope, datetime.now(UTC))
+        statement = wire.ordered(select(Memory.id, vector), scope, datetime.now(UTC))
         rows = (await connection.execute(statement)).all()
         if [row[0].bytes for row in rows] == [r.key for r in records]:
             return stack_vectors([row[1] for row in rows])
@@ -609,7 +416,7 @@ class ColdReader:
                 return False
             if partition.row_versions is not None:
                 now = datetime.now(UTC)
-                current = await session.scalar(_concatenated(_row_version(), scope, now))
+                current = await session.scalar(wire.concatenated(wire.row_version(), scope, now))
             else:
                 current = await session.scalar(self._snapshot_of(scope, _snapshot_version()))
             expected: bytes | str | None = partition.row_versions

@@ -198,7 +198,10 @@ def _patched(
 
 
 def occurred_seconds(records: Sequence[PartitionRecord]) -> FloatArray:
-    return np.fromiter((r.occurred_at.timestamp() for r in records), np.float64, len(records))
+    """POSIX seconds, as integer microseconds over 1e6: the same arithmetic as a read
+    from rows, so that every tier agrees to the last bit for any date."""
+    micros = (_micros(r.occurred_at, 0) for r in records)
+    return np.fromiter(micros, np.int64, len(records)) / 1e6
 
 
 NO_DISTANCE = -1.0  # where a memory has no usable vector (a cosine distance is >= 0)

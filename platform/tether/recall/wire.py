@@ -1,0 +1,254 @@
+"""How a cold read's statements send a partition (decision 0015): one row of aggregates,
+a fixed-width binary ``ROW`` per memory concatenated in partition order and one array
+per text column, and how they are read back.
+
+Every aggregate is computed by the same aggregate node over the same ordered input, so
+the binary rows and the arrays align by construction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    LargeBinary,
+    Select,
+    Subquery,
+    Text,
+    case,
+    cast,
+    func,
+    literal,
+    literal_column,
+    select,
+)
+from sqlalchemy.dialects.postgresql import REAL
+from sqlalchemy.orm import QueryableAttribute
+from sqlalchemy.sql.sqltypes import NullType
+
+from tenancy.ids import RelationshipScope
+from tether.memories.models import Memory
+from tether.memories.repositories import active_now
+from tether.recall.loaded import (
+    NEVER_EXPIRES,
+    NEVER_RECALLED,
+    NO_DISTANCE,
+    STATISTICS_ROW,
+    PartitionRecord,
+)
+
+# Times leave Postgres in their binary form (timestamptz_send: big-endian microseconds
+# since 2000-01-01): extract(epoch ...) computes in numeric, and cost a read of 5,000
+# memories milliseconds. NULL is sent as the int64 extreme that sorts the same way,
+# which is also how Postgres encodes -infinity and infinity.
+POSTGRES_EPOCH = 946_684_800_000_000  # 2000-01-01 in microseconds since 1970-01-01
+# One memory as a read sends it (row_sent): its id, its cosine distance to the query, its
+# statistics, when it occurred, the transaction that wrote its row, whether it is private.
+ROW = np.dtype(
+    [
+        ("key", "V16"),
+        ("distance", ">f4"),
+        ("statistics", f"V{STATISTICS_ROW.itemsize}"),
+        ("occurred", ">i8"),
+        ("xmin", ">i8"),
+        ("private", "?"),
+    ]
+)
+# A row's id and xmin as store_snapshot compares them (row_version).
+ROW_VERSION = np.dtype([("key", "V16"), ("xmin", ">i8")])
+
+
+def joined(*parts: ColumnElement[bytes]) -> ColumnElement[bytes]:
+    """``parts`` concatenated into one bytea."""
+    joined = parts[0]
+    for part in parts[1:]:
+        joined = joined.op("||", return_type=LargeBinary)(part)
+    return joined
+
+
+def row_version() -> ColumnElement[bytes]:
+    """A row's id and the transaction that wrote its current version: 24 bytes that
+    change with any update of the row."""
+    return joined(func.uuid_send(Memory.id, type_=LargeBinary), xmin())
+
+
+def xmin() -> ColumnElement[bytes]:
+    """The transaction that wrote a memory row's current version, as 8 bytes."""
+    xmin = cast(cast(literal_column(f"{Memory.__tablename__}.xmin"), Text), BigInteger)
+    return func.int8send(xmin, type_=LargeBinary)
+
+
+def active(statement: Any, scope: RelationshipScope, now: datetime) -> Any:
+    """``statement`` narrowed to the partition's memories active at ``now``."""
+    return statement.where(
+        Memory.relationship_id == scope.relationship_id,
+        Memory.tenant_id == scope.tenant_id,
+        Memory.deleted_at.is_(None),
+        *active_now(now),
+    )
+
+
+def ordered(statement: Any, scope: RelationshipScope, now: datetime) -> Any:
+    """``statement`` narrowed to the partition's active memories, in their order."""
+    return active(statement, scope, now).order_by(Memory.occurred_at, Memory.id)
+
+
+def concatenated(
+    row: ColumnElement[bytes], scope: RelationshipScope, now: datetime, *also: Any
+) -> Any:
+    """One bytea of ``row`` for every active memory of the partition, in order (and
+    ``also``, evaluated in the same statement)."""
+    rows = ordered(select(row.label("row")), scope, now).subquery()
+    return select(func.string_agg(rows.c.row, literal(b"", LargeBinary), type_=LargeBinary), *also)
+
+
+# A memory's tokens leave Postgres as one string: the tokens are that string split on
+# spaces (none if it is empty). Every reader splits a row this way, so a merged row and
+# an indexed one always agree (a stored token with a space in it, or a NULL one, would
+# otherwise count differently in different readers).
+TOKENS = func.coalesce(func.array_to_string(Memory.tokens, " "), "")
+# The PartitionRecord fields a read sends as arrays, in order; the rest is in ROW.
+TEXTS: tuple[ColumnElement[Any] | QueryableAttribute[Any], ...] = (
+    Memory.external_id,
+    Memory.content,
+    Memory.memory_type,
+    Memory.layer,
+    Memory.occurred_at,
+    Memory.expires_at,
+    Memory.last_recalled_at,
+    Memory.source_session_id,
+    TOKENS,
+)
+
+
+def split_tokens(tokens: str) -> list[str]:
+    """One memory's tokens as sent (see ``TOKENS``)."""
+    return tokens.split(" ") if tokens else []
+
+
+def time_sent(moment: QueryableAttribute[Any], default: int) -> ColumnElement[bytes]:
+    """``moment`` as 8 bytes (see ``POSTGRES_EPOCH``), ``default`` where it is NULL."""
+    sent = func.timestamptz_send(moment, type_=LargeBinary)
+    return func.coalesce(sent, literal(default.to_bytes(8, "big", signed=True), LargeBinary))
+
+
+def unix_micros(sent: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    """Times as ``time_sent`` sends them, in microseconds since 1970 (the extremes kept)."""
+    micros = sent.astype(np.int64)
+    extreme = (micros == NEVER_RECALLED) | (micros == NEVER_EXPIRES)
+    return np.where(extreme, micros, micros + POSTGRES_EPOCH)
+
+
+def row_sent(distance: ColumnElement[Any]) -> ColumnElement[bytes]:
+    """A memory as one ``ROW``."""
+    return joined(
+        func.uuid_send(Memory.id, type_=LargeBinary),
+        func.float4send(cast(func.coalesce(distance, NO_DISTANCE), REAL), type_=LargeBinary),
+        func.float8send(Memory.importance, type_=LargeBinary),
+        func.float8send(Memory.confidence, type_=LargeBinary),
+        func.float8send(Memory.strength, type_=LargeBinary),
+        time_sent(Memory.last_recalled_at, NEVER_RECALLED),
+        time_sent(Memory.expires_at, NEVER_EXPIRES),
+        func.timestamptz_send(Memory.occurred_at, type_=LargeBinary),
+        xmin(),
+        func.boolsend(Memory.private_to_creator, type_=LargeBinary),
+    )
+
+
+def aggregated(
+    scope: RelationshipScope,
+    now: datetime,
+    distance: ColumnElement[Any],
+    *,
+    texts_of: Subquery | None = None,
+    where: Sequence[ColumnElement[bool]] = (),
+    also: Sequence[Any] = (),
+) -> Select[Any]:
+    """One row: the ``ROW`` of every memory of the partition active at ``now`` (that
+    ``where`` selects) concatenated in partition order, then each ``TEXTS`` column as an
+    array in the same order, of all those memories or, given ``texts_of`` (a subquery of
+    ids, column ``id``), of those it holds; then ``also``."""
+    texts: list[Any] = list(TEXTS)
+    statement = select(row_sent(distance).label("row"))
+    if texts_of is not None:
+        # Joined, not tested per column: a membership test per text column and row
+        # cost more than the rest of the statement.
+        marked = texts_of.c.id.is_not(None)
+        texts = [case((marked, column)) for column in texts]
+        outer = Memory.__table__.outerjoin(texts_of, texts_of.c.id == Memory.id)
+        statement = statement.add_columns(marked.label("marked")).select_from(outer)
+    statement = statement.add_columns(*(t.label(f"text{i}") for i, t in enumerate(texts)))
+    sent = ordered(statement, scope, now).where(*where).subquery()
+
+    def array(i: int) -> Any:
+        # Untyped: SQLAlchemy's per-element processing of typed arrays costs more than
+        # decoding them, which the driver does.
+        values = func.array_agg(sent.c[f"text{i}"], type_=NullType())
+        return values if texts_of is None else values.filter(sent.c.marked)
+
+    rows = func.string_agg(sent.c.row, literal(b"", LargeBinary), type_=LargeBinary)
+    return select(rows, *(array(i) for i in range(len(texts))), *also)
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregated:
+    """What :meth:`_Read.aggregated` read: every memory's ``ROW``, and the text columns
+    of those it read them for."""
+
+    rows: npt.NDArray[np.void]
+    texts: tuple[list[Any], ...]
+
+    @classmethod
+    def of(cls, values: Sequence[Any]) -> Aggregated:
+        texts = tuple(list(column or ()) for column in values[1 : 1 + len(TEXTS)])
+        return cls(np.frombuffer(values[0] or b"", dtype=ROW), texts)
+
+    def records(self, rows: npt.NDArray[np.void]) -> tuple[list[PartitionRecord], list[str]]:
+        """``rows`` (those the texts were read for, in order) as records, and each
+        one's tokens as sent (``split_tokens`` splits them)."""
+        if any(len(column) != len(rows) for column in self.texts):
+            raise ValueError("the texts read are not those of the rows")
+        external, content, kind, layer, occurred, expires, recalled, group, tokens = self.texts
+        statistics = statistics_of(rows)
+        keys = rows["key"].tobytes()
+        records = list(
+            map(
+                PartitionRecord,
+                [keys[i : i + 16] for i in range(0, len(keys), 16)],
+                external,
+                content,
+                kind,
+                layer,
+                occurred,
+                expires,
+                statistics["importance"].tolist(),
+                statistics["confidence"].tolist(),
+                statistics["strength"].tolist(),
+                recalled,
+                rows["private"].tolist(),
+                group,
+            )
+        )
+        return records, tokens
+
+
+def statistics_of(rows: npt.NDArray[np.void]) -> npt.NDArray[np.void]:
+    """The ``STATISTICS_ROW`` of each of ``rows``, with times since 1970."""
+    statistics = np.frombuffer(rows["statistics"].tobytes(), dtype=STATISTICS_ROW).copy()
+    for moment in ("last_recalled_at", "expires_at"):
+        statistics[moment] = unix_micros(statistics[moment])
+    return statistics
+
+
+def row_versions(rows: npt.NDArray[np.void]) -> bytes:
+    """The rows' ids and ``xmin``, as store_snapshot reads them back (row_version)."""
+    versions = np.empty(len(rows), dtype=ROW_VERSION)
+    versions["key"] = rows["key"]
+    versions["xmin"] = rows["xmin"]
+    return versions.tobytes()
