@@ -2,8 +2,9 @@
 a fixed-width binary ``ROW`` per memory concatenated in partition order and one array
 per text column, and how they are read back.
 
-Every aggregate is computed by the same aggregate node over the same ordered input, so
-the binary rows and the arrays align by construction."""
+Every aggregate orders its input the same way (Postgres sorts once for all of them)
+and is computed by the same aggregate node, so the binary rows and the arrays align by
+construction."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from sqlalchemy import (
     literal_column,
     select,
 )
-from sqlalchemy.dialects.postgresql import REAL
+from sqlalchemy.dialects.postgresql import REAL, aggregate_order_by
 from sqlalchemy.orm import QueryableAttribute
 from sqlalchemy.sql.sqltypes import NullType
 
@@ -99,13 +100,31 @@ def ordered(statement: Any, scope: RelationshipScope, now: datetime) -> Any:
     return active(statement, scope, now).order_by(Memory.occurred_at, Memory.id)
 
 
+def _in_order(statement: Select[Any]) -> Select[Any]:
+    """``statement`` with the columns that give the partition order (``_ordered_by``)."""
+    return statement.add_columns(Memory.occurred_at.label("at"), Memory.id.label("id"))
+
+
+def _ordered_by(rows: Subquery, value: ColumnElement[Any]) -> Any:
+    """``value`` of ``rows`` (a ``_in_order`` subquery) to aggregate in partition order.
+    In the aggregate, not the subquery: Postgres guarantees that order only there; all
+    the aggregates of a statement share it, and it sorts once."""
+    return aggregate_order_by(value, rows.c.at, rows.c.id)
+
+
 def concatenated(
     row: ColumnElement[bytes], scope: RelationshipScope, now: datetime, *also: Any
 ) -> Any:
     """One bytea of ``row`` for every active memory of the partition, in order (and
     ``also``, evaluated in the same statement)."""
-    rows = ordered(select(row.label("row")), scope, now).subquery()
-    return select(func.string_agg(rows.c.row, literal(b"", LargeBinary), type_=LargeBinary), *also)
+    rows = active(_in_order(select(row.label("row"))), scope, now).subquery()
+    return select(_concatenation(rows), *also)
+
+
+def _concatenation(rows: Subquery) -> ColumnElement[bytes]:
+    # ORDER BY goes after the last argument (string_agg(row, '' ORDER BY ...)).
+    separator = _ordered_by(rows, literal(b"", LargeBinary))
+    return func.string_agg(rows.c.row, separator, type_=LargeBinary)
 
 
 # A memory's tokens leave Postgres as one string: the tokens are that string split on
@@ -184,16 +203,15 @@ def aggregated(
         outer = Memory.__table__.outerjoin(texts_of, texts_of.c.id == Memory.id)
         statement = statement.add_columns(marked.label("marked")).select_from(outer)
     statement = statement.add_columns(*(t.label(f"text{i}") for i, t in enumerate(texts)))
-    sent = ordered(statement, scope, now).where(*where).subquery()
+    sent = active(_in_order(statement), scope, now).where(*where).subquery()
 
     def array(i: int) -> Any:
         # Untyped: SQLAlchemy's per-element processing of typed arrays costs more than
         # decoding them, which the driver does.
-        values = func.array_agg(sent.c[f"text{i}"], type_=NullType())
+        values = func.array_agg(_ordered_by(sent, sent.c[f"text{i}"]), type_=NullType())
         return values if texts_of is None else values.filter(sent.c.marked)
 
-    rows = func.string_agg(sent.c.row, literal(b"", LargeBinary), type_=LargeBinary)
-    return select(rows, *(array(i) for i in range(len(texts))), *also)
+    return select(_concatenation(sent), *(array(i) for i in range(len(texts))), *also)
 
 
 @dataclass(frozen=True, slots=True)
