@@ -497,31 +497,35 @@ async def test_a_write_committed_while_the_query_is_embedded_is_not_served_stale
     assert MEMORIES[0] not in contents
 
 
-async def _insert_unrecorded(resources: Resources, rid: str, like: str) -> None:
-    """A memory the snapshot lacks without a record of it, as a write with triggers off
-    would leave it: the read must fetch it with a statement of its own."""
+async def _with_an_unrecorded_row(
+    client: Any, make_tenant: Any, resources: Resources, user: str
+) -> tuple[RelationshipScope, list[str]]:
+    """A large relationship with a snapshot, and a memory the snapshot lacks without a
+    record of it, as a write with triggers off would leave it: the read must fetch it
+    with a statement of its own. Its scope and its memories' ids."""
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid, ids = await _large(client, headers, user)
+    await _wait_for_snapshot(resources, rid)
     async with resources.sessions() as session, session.begin():
-        await session.execute(text(CHANGES["insert"]), {"id": like})
+        await session.execute(text(CHANGES["insert"]), {"id": ids[2]})
         await session.execute(
             text("UPDATE recall_snapshots SET changed = '{}' WHERE relationship_id = :r"),
             {"r": rid},
         )
+    return RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid))), ids
 
 
 async def test_a_row_the_snapshot_lacks_without_a_record_is_read_from_its_row(
     settings: Settings, client, make_tenant, resources
 ) -> None:
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    rid, ids = await _large(client, headers, "snap-unrecorded")
-    await _wait_for_snapshot(resources, rid)
-    await _insert_unrecorded(resources, rid, ids[2])
-    scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
+    scope, _ = await _with_an_unrecorded_row(client, make_tenant, resources, "snap-unrecorded")
     reader = ColdReader(rank_weights(settings), None, 3)
-    async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
+    async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
         served = await reader.read(session, scope, _no_vector(), "v")
         await session.execute(
-            text("DELETE FROM recall_snapshots WHERE relationship_id = :r"), {"r": rid}
+            text("DELETE FROM recall_snapshots WHERE relationship_id = :r"),
+            {"r": scope.relationship_id},
         )
         from_rows = await reader.read(session, scope, _no_vector(), "v")
         await session.rollback()
@@ -534,12 +538,7 @@ async def test_a_row_the_snapshot_lacks_without_a_record_is_read_from_its_row(
 async def test_a_write_committed_before_the_rows_the_snapshot_lacks_are_read_is_not_missed(
     settings: Settings, client, make_tenant, resources
 ) -> None:
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    rid, ids = await _large(client, headers, "snap-between-changes")
-    await _wait_for_snapshot(resources, rid)
-    await _insert_unrecorded(resources, rid, ids[2])
-    scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
+    scope, ids = await _with_an_unrecorded_row(client, make_tenant, resources, "snap-between")
 
     class WrittenToMeanwhile(ColdReader):
         async def _changes(self, *args: Any) -> Any:
@@ -549,7 +548,7 @@ async def test_a_write_committed_before_the_rows_the_snapshot_lacks_are_read_is_
             return await super()._changes(*args)
 
     reader = WrittenToMeanwhile(rank_weights(settings), None, 3)
-    async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
+    async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
         partition = await reader.read(session, scope, _no_vector(), "v")
     assert partition.source == "cold"
     contents = [r.content for r in partition.records]

@@ -2,9 +2,8 @@
 a fixed-width binary ``ROW`` per memory concatenated in partition order and one array
 per text column, and how they are read back.
 
-Every aggregate orders its input the same way (Postgres sorts once for all of them)
-and is computed by the same aggregate node, so the binary rows and the arrays align by
-construction."""
+Every aggregate orders its input the same way and is computed by the same aggregate
+node, so the binary rows and the arrays align by construction."""
 
 from __future__ import annotations
 
@@ -107,8 +106,10 @@ def _in_order(statement: Select[Any]) -> Select[Any]:
 
 def _ordered_by(rows: Subquery, value: ColumnElement[Any]) -> Any:
     """``value`` of ``rows`` (a ``_in_order`` subquery) to aggregate in partition order.
-    In the aggregate, not the subquery: Postgres guarantees that order only there; all
-    the aggregates of a statement share it, and it sorts once."""
+    Postgres guarantees that order only in the aggregate. The subquery is sorted too, so
+    that it sorts the memories' computed rows, not the table's (whose vectors made the
+    sort spill to disk); its output is then already in order, and the aggregates, which
+    share their order, add no sort of their own."""
     return aggregate_order_by(value, rows.c.at, rows.c.id)
 
 
@@ -117,7 +118,7 @@ def concatenated(
 ) -> Any:
     """One bytea of ``row`` for every active memory of the partition, in order (and
     ``also``, evaluated in the same statement)."""
-    rows = active(_in_order(select(row.label("row"))), scope, now).subquery()
+    rows = ordered(_in_order(select(row.label("row"))), scope, now).subquery()
     return select(_concatenation(rows), *also)
 
 
@@ -203,7 +204,7 @@ def aggregated(
         outer = Memory.__table__.outerjoin(texts_of, texts_of.c.id == Memory.id)
         statement = statement.add_columns(marked.label("marked")).select_from(outer)
     statement = statement.add_columns(*(t.label(f"text{i}") for i, t in enumerate(texts)))
-    sent = active(_in_order(statement), scope, now).where(*where).subquery()
+    sent = ordered(_in_order(statement), scope, now).where(*where).subquery()
 
     def array(i: int) -> Any:
         # Untyped: SQLAlchemy's per-element processing of typed arrays costs more than
