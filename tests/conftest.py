@@ -4,6 +4,7 @@ HTTP client against the real app, and a real Celery worker process on request.""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import re
@@ -13,7 +14,6 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import anyio.to_thread
 import httpx
 import pytest
 from redis import Redis as SyncRedis
@@ -98,8 +98,10 @@ async def client(settings: Settings, resources: Resources) -> AsyncIterator[http
     # cannot span a module fixture's setup and teardown tasks.
     bind_resources(app, resources)
     # What the lifespan would do: load jieba and the embedding model before the first
-    # request, so no test's first query embedding misses its deadline.
-    await anyio.to_thread.run_sync(warm_up, settings, app.state.embedder)
+    # request, so no test's first query embedding misses its deadline. In asyncio's
+    # executor, not AnyIO's: an AnyIO worker thread outlived the session's event loop
+    # and kept pytest from exiting (it waits for its root task, which never finished).
+    await asyncio.to_thread(warm_up, settings, app.state.embedder)
     transport = httpx.ASGITransport(app=with_outer_middleware(app))
     async with httpx.AsyncClient(transport=transport, base_url="http://tether") as http:
         yield http

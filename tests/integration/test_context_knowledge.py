@@ -4,7 +4,8 @@ or a missed deadline degrades instead of failing."""
 
 from __future__ import annotations
 
-import anyio.to_thread
+import asyncio
+
 import pytest
 
 from tests.conftest import start_worker, stop_worker
@@ -30,7 +31,7 @@ def worker(settings):  # type: ignore[no-untyped-def]
 
 
 async def test_context_cites_the_personas_knowledge_as_data(client, make_tenant, worker) -> None:
-    await anyio.to_thread.run_sync(load_model)
+    await asyncio.to_thread(load_model)
     tenant = await make_tenant()
     gateway = await tenant.key("gateway")
     body = {

@@ -7,7 +7,6 @@ import asyncio
 import time
 from collections.abc import Iterator
 
-import anyio.to_thread
 import pytest
 
 from tests.conftest import start_worker, stop_worker
@@ -44,7 +43,7 @@ def knowledge_worker(settings) -> Iterator[object]:  # type: ignore[no-untyped-d
 async def admin(make_tenant, knowledge_worker):  # type: ignore[no-untyped-def]
     # The app's lifespan (which loads the embedding model) does not run under the test
     # client: load it now, or the first query embedding misses its deadline.
-    await anyio.to_thread.run_sync(load_model)
+    await asyncio.to_thread(load_model)
     return await make_tenant()
 
 
