@@ -96,8 +96,8 @@ class MemoryRepository(_Scoped):
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
-def active_now(now: datetime) -> tuple[ColumnElement[bool], ...]:
-    """Active, not superseded, not expired at ``now``."""
+def active_now(now: datetime | ColumnElement[datetime]) -> tuple[ColumnElement[bool], ...]:
+    """Active, not superseded, not expired at ``now`` (a value or a bind parameter)."""
     return (
         Memory.is_active.is_(True),
         Memory.superseded_by.is_(None),

@@ -30,10 +30,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from pgvector.sqlalchemy import HALFVEC
 from sqlalchemy import (
     ColumnElement,
+    Integer,
+    Row,
     Select,
-    Subquery,
     Text,
     any_,
     bindparam,
@@ -100,31 +102,40 @@ MAX_CHANGES = 256
 SNAPSHOT_FORMAT = 2
 # How long storing a snapshot may wait for a row lock (a tenant's deletion holds one).
 STORE_LOCK_TIMEOUT = "200ms"
+# The query's vector and its dimension, bound when a read executes (wire.PARTITION).
+_QUERY_VECTOR = bindparam("query_vector", type_=HALFVEC())
+_QUERY_DIMENSION = bindparam("query_dimension", type_=Integer)
+# The ids of the memories _unrecorded reads.
+_WANTED = bindparam("wanted", type_=ARRAY(PG_UUID(as_uuid=True)))
 
 
 @dataclass(frozen=True, slots=True)
 class _Read:
-    """One cold read's statements: its connection, and its partition as of one moment
-    (so that its statements agree on which memories have expired)."""
+    """One cold read: its connection, and the values of its statements' bind parameters
+    (its partition as of one moment, so that its statements agree on which memories have
+    expired, and the query's vector)."""
 
     connection: AsyncConnection
-    scope: RelationshipScope
-    now: datetime
+    params: dict[str, Any]
 
-    def active(self, statement: Any) -> Any:
-        return wire.active(statement, self.scope, self.now)
+    @classmethod
+    def of(
+        cls,
+        connection: AsyncConnection,
+        scope: RelationshipScope,
+        now: datetime,
+        vector: Vector | None = None,
+    ) -> _Read:
+        params = wire.partition_params(scope, now)
+        if vector is not None:
+            params |= {_QUERY_VECTOR.key: vector, _QUERY_DIMENSION.key: len(vector)}
+        return cls(connection, params)
 
-    def aggregated(
-        self,
-        distance: ColumnElement[Any],
-        *,
-        texts_of: Subquery | None = None,
-        where: Sequence[ColumnElement[bool]] = (),
-        also: Sequence[Any] = (),
-    ) -> Select[Any]:
-        return wire.aggregated(
-            self.scope, self.now, distance, texts_of=texts_of, where=where, also=also
-        )
+    async def one(self, statement: Any, **more: Any) -> Row[Any]:
+        return (await self.connection.execute(statement, self.params | more)).one()
+
+    async def scalar(self, statement: Any) -> Any:
+        return await self.connection.scalar(statement, self.params)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,17 +173,31 @@ class ColdReader:
             f"snapshot{SNAPSHOT_FORMAT}:{weights.bm25_k1}:{weights.bm25_b}:"
             f"{weights.neighbour_window}"
         )
+        self._statements()
 
     def _usable(self) -> ColumnElement[bool]:
         usable = Memory.embedding.is_not(None)
         return usable if self._model is None else usable & (Memory.embedding_model == self._model)
 
-    def _distance(self, vector: Vector | None) -> ColumnElement[Any]:
-        if vector is None:
-            return literal(None)
+    def _distance(self) -> ColumnElement[Any]:
+        """The query's cosine distance to a memory (``_QUERY_VECTOR``), NULL where it has
+        no usable vector."""
         # A vector of another dimension would make Postgres refuse the whole query.
-        usable = self._usable() & (Memory.embedding_dim == len(vector))
-        return case((usable, Memory.embedding.cosine_distance(vector)), else_=None)
+        usable = self._usable() & (Memory.embedding_dim == _QUERY_DIMENSION)
+        return case((usable, Memory.embedding.cosine_distance(_QUERY_VECTOR)), else_=None)
+
+    def _statements(self) -> None:
+        """Every statement a cold read executes, built once (see wire.PARTITION)."""
+        distance = {False: literal(None), True: self._distance()}
+        self._rows = {has: wire.aggregated(d) for has, d in distance.items()}
+        self._checks = {has: self._check(d) for has, d in distance.items()}
+        self._fetch = self._snapshot_of(
+            PartitionSnapshot.body, _snapshot_version(), PartitionSnapshot.changed
+        )
+        still = self._snapshot_of(_snapshot_version()).scalar_subquery()
+        self._unrecorded_rows = wire.aggregated(
+            literal(None), where=[Memory.id == any_(_WANTED)], also=(still,)
+        )
 
     @traced("recall.cold")
     async def read(
@@ -188,28 +213,25 @@ class ColdReader:
         # a third of the time here, and a second connection per request deadlocked a
         # full pool.
         connection = await session.connection()
-        read = _Read(connection, scope, datetime.now(UTC))
-        stored = (
-            await connection.execute(
-                self._snapshot_of(
-                    scope, PartitionSnapshot.body, _snapshot_version(), PartitionSnapshot.changed
-                )
-            )
-        ).first()
+        now = datetime.now(UTC)
+        params = wire.partition_params(scope, now)
+        stored = (await connection.execute(self._fetch, params)).first()
         snapshot = None if stored is None else encoding.decode(stored[0])
         vector = await query_vector
+        read = _Read.of(connection, scope, now, vector)
         if stored is not None and snapshot is not None:
             found = await self._from_snapshot(
                 read, _Snapshot(snapshot, stored[1], {c.bytes for c in stored[2]}), vector, version
             )
             if found is not None:
                 return found
-        return await self._from_rows(read, vector, version)
+        return await self._from_rows(read, version)
 
-    def _snapshot_of(self, scope: RelationshipScope, *columns: Any) -> Any:
+    def _snapshot_of(self, *columns: Any) -> Any:
+        """``columns`` of the ``wire.PARTITION``'s snapshot."""
         return select(*columns).where(
-            PartitionSnapshot.relationship_id == scope.relationship_id,
-            PartitionSnapshot.tenant_id == scope.tenant_id,
+            PartitionSnapshot.relationship_id == wire.PARTITION.relationship_id,
+            PartitionSnapshot.tenant_id == wire.PARTITION.tenant_id,
             PartitionSnapshot.layout == self.snapshot_layout,
         )
 
@@ -221,19 +243,16 @@ class ColdReader:
         changes recorded since it was built; otherwise None."""
         if self._snapshot_min is None:
             return None
-        connection = await session.connection()
-        changes = await connection.scalar(
-            self._snapshot_of(scope, func.cardinality(PartitionSnapshot.changed))
-        )
+        read = _Read.of(await session.connection(), scope, datetime.now(UTC))
+        changes = await read.scalar(self._snapshot_of(func.cardinality(PartitionSnapshot.changed)))
         if changes == 0:
             return None
         if changes is not None:  # no distances needed: only the index is stored
             return await self.read(session, scope, _no_query(), "")
-        read = _Read(connection, scope, datetime.now(UTC))
-        size = await connection.scalar(read.active(select(func.count())))
+        size = await read.scalar(wire.active(select(func.count())))
         if (size or 0) < self._snapshot_min:
             return None
-        return await self._from_rows(read, None, "")
+        return await self._from_rows(read, "")
 
     async def _from_snapshot(
         self, read: _Read, snapshot: _Snapshot, vector: Vector | None, version: str
@@ -243,8 +262,7 @@ class ColdReader:
         what a snapshot holds updates or deletes it in its own transaction, so a write
         committed since the snapshot was fetched is seen here (and the rows are read
         instead)."""
-        checked = await read.connection.execute(self._check(read, vector))
-        *values, current_version, wrote = checked.one()
+        *values, current_version, wrote = await read.one(self._checks[vector is not None])
         if current_version != snapshot.version:
             return None  # changed since it was fetched: read the rows
         found = wire.Aggregated.of(values)
@@ -272,19 +290,19 @@ class ColdReader:
             return partition
         return replace(partition, merged_from=snapshot.version)
 
-    def _check(self, read: _Read, vector: Vector | None) -> Select[Any]:
+    def _check(self, distance: ColumnElement[Any]) -> Select[Any]:
         """The partition's rows with the texts of the memories the snapshot row records
         as changed, the snapshot row's version, and whether this transaction wrote
         already (a later write of its own would leave that version as it is, so what it
         builds must not be stored)."""
         changed = (
-            self._snapshot_of(read.scope, func.unnest(PartitionSnapshot.changed).label("id"))
+            self._snapshot_of(func.unnest(PartitionSnapshot.changed).label("id"))
             .distinct()
             .subquery()
         )
-        still = self._snapshot_of(read.scope, _snapshot_version()).scalar_subquery()
+        still = self._snapshot_of(_snapshot_version()).scalar_subquery()
         writing = func.txid_current_if_assigned().is_not(None)
-        return read.aggregated(self._distance(vector), texts_of=changed, also=(still, writing))
+        return wire.aggregated(distance, texts_of=changed, also=(still, writing))
 
     async def _changes(
         self, read: _Read, snapshot: _Snapshot, found: wire.Aggregated
@@ -320,10 +338,7 @@ class ColdReader:
         """The rows of ``keys`` (memories the snapshot lacks with no record of a write:
         one made with triggers off), if the snapshot row is still unchanged."""
         ids = [uuid.UUID(bytes=key) for key in keys]
-        still = self._snapshot_of(read.scope, _snapshot_version()).scalar_subquery()
-        bound = bindparam("wanted", ids, type_=ARRAY(PG_UUID(as_uuid=True)))
-        statement = read.aggregated(literal(None), where=[Memory.id == any_(bound)], also=(still,))
-        *values, version = (await read.connection.execute(statement)).one()
+        *values, version = await read.one(self._unrecorded_rows, **{_WANTED.key: ids})
         found = wire.Aggregated.of(values)
         if version != snapshot.version or found.rows["key"].tobytes() != b"".join(keys):
             return None
@@ -336,14 +351,12 @@ class ColdReader:
         flat = " ".join(t for t in tokens if t).split(" ") if lengths.any() else []
         return Bm25Index.build_flat(flat, lengths, self._params)
 
-    async def _from_rows(self, read: _Read, vector: Vector | None, version: str) -> LoadedPartition:
-        statement = read.aggregated(self._distance(vector))
-        found = wire.Aggregated.of((await read.connection.execute(statement)).one())
+    async def _from_rows(self, read: _Read, version: str) -> LoadedPartition:
+        has_query = _QUERY_VECTOR.key in read.params
+        found = wire.Aggregated.of(await read.one(self._rows[has_query]))
         rows = found.rows
         records, tokens = found.records(rows)
-        similarity, has_vector = similarity_of(
-            rows["distance"].astype(np.float32), vector is not None
-        )
+        similarity, has_vector = similarity_of(rows["distance"].astype(np.float32), has_query)
         row_versions = None
         if self._snapshot_min is not None and len(rows) >= self._snapshot_min:
             row_versions = wire.row_versions(rows)
@@ -374,8 +387,9 @@ class ColdReader:
         Usually the same rows in the same order; a write in between is matched by id."""
         vector = case((self._usable(), func.halfvec_send(Memory.embedding)), else_=None)
         connection = await session.connection()
-        statement = wire.ordered(select(Memory.id, vector), scope, datetime.now(UTC))
-        rows = (await connection.execute(statement)).all()
+        statement = wire.ordered(select(Memory.id, vector))
+        params = wire.partition_params(scope, datetime.now(UTC))
+        rows = (await connection.execute(statement, params)).all()
         if [row[0].bytes for row in rows] == [r.key for r in records]:
             return stack_vectors([row[1] for row in rows])
         found = {row[0].bytes: row[1] for row in rows}
@@ -414,11 +428,11 @@ class ColdReader:
             lock = func.pg_try_advisory_xact_lock(LOCK_CLASS, bucket)
             if not await session.scalar(select(lock)):
                 return False
+            params = wire.partition_params(scope, datetime.now(UTC))
             if partition.row_versions is not None:
-                now = datetime.now(UTC)
-                current = await session.scalar(wire.concatenated(wire.row_version(), scope, now))
+                current = await session.scalar(wire.concatenated(wire.row_version()), params)
             else:
-                current = await session.scalar(self._snapshot_of(scope, _snapshot_version()))
+                current = await session.scalar(self._snapshot_of(_snapshot_version()), params)
             expected: bytes | str | None = partition.row_versions
             if expected is None:
                 expected = partition.merged_from
