@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -360,7 +361,7 @@ class ColdReader:
         row_versions = None
         if self._snapshot_min is not None and len(rows) >= self._snapshot_min:
             row_versions = wire.row_versions(rows)
-        groups = [r.group for r in records]
+        groups = list(map(attrgetter("group"), records))
         columns = PartitionColumns(
             records=records,
             built=wire.statistics_of(rows),
