@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from operator import attrgetter
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -170,7 +170,7 @@ class ColdReader:
         self._model = embedding_model
         self._snapshot_min = snapshot_min_memories
         self._params = Bm25Params(k1=weights.bm25_k1, b=weights.bm25_b)
-        self.snapshot_layout = (
+        self.snapshot_layout: Final = (
             f"snapshot{SNAPSHOT_FORMAT}:{weights.bm25_k1}:{weights.bm25_b}:"
             f"{weights.neighbour_window}"
         )
@@ -188,7 +188,7 @@ class ColdReader:
         return case((usable, Memory.embedding.cosine_distance(_QUERY_VECTOR)), else_=None)
 
     def _statements(self) -> None:
-        """Every statement a cold read executes, built once (see wire.PARTITION)."""
+        """The statements every cold read executes, built once (see wire.PARTITION)."""
         distance = {False: literal(None), True: self._distance()}
         self._rows = {has: wire.aggregated(d) for has, d in distance.items()}
         self._checks = {has: self._check(d) for has, d in distance.items()}
@@ -215,8 +215,8 @@ class ColdReader:
         # full pool.
         connection = await session.connection()
         now = datetime.now(UTC)
-        params = wire.partition_params(scope, now)
-        stored = (await connection.execute(self._fetch, params)).first()
+        fetched = await connection.execute(self._fetch, wire.partition_params(scope, now))
+        stored = fetched.first()
         snapshot = None if stored is None else encoding.decode(stored[0])
         vector = await query_vector
         read = _Read.of(connection, scope, now, vector)

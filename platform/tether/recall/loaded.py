@@ -8,8 +8,9 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from itertools import compress, count
-from operator import attrgetter
+from operator import attrgetter, eq
 
 import msgspec
 import numpy as np
@@ -65,6 +66,7 @@ NEVER_EXPIRES = int(np.iinfo(np.int64).max)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 _MEMORY_TYPE = attrgetter("memory_type")
+_IS_SUMMARY = partial(eq, "summary")
 
 
 def _micros(moment: datetime | None, default: int) -> int:
@@ -176,7 +178,7 @@ def from_columns(
         neighbours=columns.neighbours,
     )
     # By C-level iterators: a Python loop over 5,000 records cost a cold read 0.6 ms.
-    summaries = compress(count(), map("summary".__eq__, map(_MEMORY_TYPE, records)))
+    summaries = compress(count(), map(_IS_SUMMARY, map(_MEMORY_TYPE, records)))
     return LoadedPartition(
         records=records,
         index=index,

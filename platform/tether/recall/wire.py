@@ -6,9 +6,9 @@ Every aggregate orders its input the same way and is computed by the same aggreg
 node, so the binary rows and the arrays align by construction.
 
 The partition a statement reads is given by bind parameters (``PARTITION``), so a
-reader builds each statement once and executes it with :func:`partition_params`:
-building the statement of a 5,000-memory read, and SQLAlchemy's cache key for it, cost
-≈ 4 ms of every read."""
+reader builds its aggregate statements once and executes them with
+:func:`partition_params`: building the statement of a 5,000-memory read, and
+SQLAlchemy's cache key for it, cost ≈ 4 ms of every read."""
 
 from __future__ import annotations
 
@@ -248,7 +248,7 @@ def aggregated(
 
 @dataclass(frozen=True, slots=True)
 class Aggregated:
-    """What :meth:`_Read.aggregated` read: every memory's ``ROW``, and the text columns
+    """What an :func:`aggregated` statement read: every memory's ``ROW``, and the text columns
     of those it read them for."""
 
     rows: npt.NDArray[np.void]
@@ -295,25 +295,26 @@ class Aggregated:
 # seconds is within half a microsecond of its exact value, which fromtimestamp restores
 # exactly (it rounds to the nearest microsecond).
 _FLOAT_EXACT = 2**32 * 1_000_000
-_MICROSECOND = timedelta(microseconds=1)
 
 
 def moments(micros: npt.NDArray[np.int64], never: int | None) -> list[datetime | None]:
     """Microseconds since 1970 as UTC datetimes (None where ``never``): the values the
-    driver would decode, in half its time (exact integer arithmetic outside ±2^32 s)."""
+    driver would decode, in half its time (exact integer arithmetic outside ±2^32 s).
+    An infinite time (an int64 extreme other than ``never``; the API never writes one)
+    raises ``OverflowError``, as 0015 says."""
     present = np.ones(len(micros), np.bool_) if never is None else micros != never
     if not present.any():
         return [None] * len(micros)
     at = datetime.fromtimestamp
     seconds = (micros / 1e6).tolist()
-    exact = present & (np.abs(micros) < _FLOAT_EXACT)
+    exact = present & (micros > -_FLOAT_EXACT) & (micros < _FLOAT_EXACT)
     if exact.all():
         return [at(s, UTC) for s in seconds]
     found: list[datetime | None] = [None] * len(micros)
     for i in np.flatnonzero(exact).tolist():
         found[i] = at(seconds[i], UTC)
     for i in np.flatnonzero(present & ~exact).tolist():
-        found[i] = EPOCH + int(micros[i]) * _MICROSECOND
+        found[i] = EPOCH + timedelta(microseconds=int(micros[i]))
     return found
 
 
