@@ -1,98 +1,35 @@
 """Partition snapshots (decision 0011): a large partition evicted from Redis is read back
 from its Postgres snapshot, ranks exactly as from rows, and a snapshot never outlives a
-change to what it holds (a trigger drops it; a stale one is never stored or served)."""
+change to what it holds (the trigger records it, or drops the snapshot if a text
+changed). How snapshots are stored and completed: test_recall_snapshot_store.py."""
 
 from __future__ import annotations
 
 import asyncio
-import time
-import uuid
 from typing import Any
 
 import pytest
 from sqlalchemy import text
 
-from tenancy.ids import RelationshipId, RelationshipScope
-from tests.support import (
-    MIXED_MEMORIES,
-    assert_same_partition,
-    resolve_body,
-    wait_for_hot_copy,
+from tests.snapshot_support import (
+    CHANGES,
+    DROPPING,
+    MEMORIES,
+    changed,
+    drop_snapshot,
+    evict,
+    large,
+    search,
+    settings,
+    snapshot_then_evict,
+    snapshots,
+    wait_for_snapshot,
 )
-from tether.core.ids import TenantId
-from tether.core.resources import Resources
-from tether.core.settings import Settings
-from tether.core.tenant_sessions import tenant_session
-from tether.providers.configured import rank_weights
-from tether.recall.cold import ColdReader
-from tether.recall.hot import PartitionStore
+from tests.support import resolve_body, wait_for_hot_copy
 
 pytestmark = pytest.mark.integration
 
-MEMORIES = MIXED_MEMORIES
-
-
-@pytest.fixture(scope="module")
-def settings(settings: Settings) -> Settings:
-    """Snapshots for partitions of three memories or more (the default is 500)."""
-    recall = settings.recall.model_copy(update={"snapshot_min_memories": 3})
-    return settings.model_copy(update={"recall": recall})
-
-
-async def _snapshots(resources: Resources, rid: str, *, clean: bool = False) -> int:
-    """The relationship's snapshots (0 or 1); ``clean``: only one without recorded
-    changes (built from the current rows)."""
-    query = "SELECT count(*) FROM recall_snapshots WHERE relationship_id = :r"
-    if clean:
-        query += " AND cardinality(changed) = 0"
-    async with resources.sessions() as session:
-        found = await session.scalar(text(query), {"r": rid})
-    return int(found or 0)
-
-
-async def _wait_for_snapshot(resources: Resources, rid: str, seconds: float = 5) -> None:
-    """Until the relationship has a snapshot built from its current rows."""
-    deadline = time.monotonic() + seconds
-    while not await _snapshots(resources, rid, clean=True):
-        assert time.monotonic() < deadline, f"no snapshot of {rid}"
-        await asyncio.sleep(0.02)
-
-
-async def _evict(resources: Resources, rid: str) -> None:
-    """As Redis's TTL or an invalidation does: no local, no Redis copy."""
-    for key in await resources.redis.keys(f"tether:*:*:{rid}"):
-        await resources.redis.delete(key)
-
-
-async def _large(client: Any, headers: dict[str, str], user: str) -> tuple[str, list[str]]:
-    response = await client.post("/v1/resolve", json=resolve_body(user), headers=headers)
-    rid = str(response.json()["relationship_id"])
-    body = {"memories": [{"content": c} for c in MEMORIES]}
-    created = await client.post(
-        f"/v1/relationships/{rid}/memories/batch", json=body, headers=headers
-    )
-    assert created.status_code == 200, created.text
-    return rid, [m["id"] for m in created.json()["results"]]
-
-
-async def _search(client: Any, headers: dict[str, str], rid: str, query: str) -> dict[str, Any]:
-    response = await client.post(
-        f"/v1/relationships/{rid}/search", json={"query": query, "k": 6}, headers=headers
-    )
-    assert response.status_code == 200, response.text
-    found: dict[str, Any] = response.json()
-    return found
-
-
-async def _snapshot_then_evict(
-    client: Any, headers: dict[str, str], resources: Resources, rid: str
-) -> None:
-    # The batch's write started a rebuild in the background: from rows or from it.
-    first = await _search(client, headers, rid, "cello")
-    assert first["tier"] in {"cold", "snapshot"}
-    await wait_for_hot_copy(resources.redis, rid)
-    await _wait_for_snapshot(resources, rid)
-    await _evict(resources, rid)
+__all__ = ["settings"]  # the module's fixture: snapshots of three memories or more
 
 
 def _ranked(found: dict[str, Any]) -> list[tuple[str, float]]:
@@ -104,20 +41,20 @@ async def test_an_evicted_large_partition_is_read_from_its_snapshot(
 ) -> None:
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
-    rid, _ = await _large(client, headers, "snap-read")
-    await _snapshot_then_evict(client, headers, resources, rid)
+    rid, _ = await large(client, headers, "snap-read")
+    await snapshot_then_evict(client, headers, resources, rid)
     for query in ("cello quartet", "爬山", "火锅 Lyon"):
-        from_snapshot = await _search(client, headers, rid, query)
+        from_snapshot = await search(client, headers, rid, query)
         assert from_snapshot["tier"] == "snapshot"
         await wait_for_hot_copy(resources.redis, rid)
-        hot = await _search(client, headers, rid, query)
+        hot = await search(client, headers, rid, query)
         assert hot["tier"] == "local"
         contents = [c for c, _ in _ranked(hot)]
         assert [c for c, _ in _ranked(from_snapshot)] == contents
         assert [s for _, s in _ranked(from_snapshot)] == pytest.approx(
             [s for _, s in _ranked(hot)], rel=1e-5
         )
-        await _evict(resources, rid)
+        await evict(resources, rid)
 
 
 async def test_a_small_partition_gets_no_snapshot(client, make_tenant, resources) -> None:
@@ -128,10 +65,10 @@ async def test_a_small_partition_gets_no_snapshot(client, make_tenant, resources
     await client.post(
         f"/v1/relationships/{rid}/memories", json={"content": MEMORIES[0]}, headers=headers
     )
-    assert (await _search(client, headers, rid, "cello"))["tier"] == "cold"
+    assert (await search(client, headers, rid, "cello"))["tier"] == "cold"
     await wait_for_hot_copy(resources.redis, rid)
     await asyncio.sleep(0.2)
-    assert await _snapshots(resources, rid) == 0
+    assert await snapshots(resources, rid) == 0
 
 
 async def test_an_edit_rebuilds_the_snapshot_with_the_new_text(
@@ -139,8 +76,8 @@ async def test_an_edit_rebuilds_the_snapshot_with_the_new_text(
 ) -> None:
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
-    rid, ids = await _large(client, headers, "snap-edit")
-    await _snapshot_then_evict(client, headers, resources, rid)
+    rid, ids = await large(client, headers, "snap-edit")
+    await snapshot_then_evict(client, headers, resources, rid)
     edited = await client.patch(
         f"/v1/relationships/{rid}/memories/{ids[0]}",
         json={"content": "The user plays the viola in a string quartet"},
@@ -148,8 +85,8 @@ async def test_an_edit_rebuilds_the_snapshot_with_the_new_text(
     )
     assert edited.status_code == 200, edited.text
     # The edit's transaction dropped the snapshot; the API rebuilds it after the commit.
-    await _wait_for_snapshot(resources, rid)
-    after = await _search(client, headers, rid, "quartet")
+    await wait_for_snapshot(resources, rid)
+    after = await search(client, headers, rid, "quartet")
     assert after["tier"] == "snapshot"
     assert after["results"][0]["content"] == "The user plays the viola in a string quartet"
     assert all("cello" not in r["content"] for r in after["results"])
@@ -161,8 +98,8 @@ async def test_deleting_deactivating_or_adding_a_memory_is_seen_by_the_next_read
 ) -> None:
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
-    rid, ids = await _large(client, headers, f"snap-{change}")
-    await _snapshot_then_evict(client, headers, resources, rid)
+    rid, ids = await large(client, headers, f"snap-{change}")
+    await snapshot_then_evict(client, headers, resources, rid)
     base = f"/v1/relationships/{rid}/memories"
     if change == "delete":
         response = await client.delete(f"{base}/{ids[1]}", headers=headers)
@@ -173,49 +110,12 @@ async def test_deleting_deactivating_or_adding_a_memory_is_seen_by_the_next_read
     else:
         response = await client.post(base, json={"content": "用户在学日语"}, headers=headers)
     assert response.status_code < 300, response.text
-    await _wait_for_snapshot(resources, rid)  # rebuilt after the write
-    found = await _search(client, headers, rid, "Lyon 日语")
+    await wait_for_snapshot(resources, rid)  # rebuilt after the write
+    found = await search(client, headers, rid, "Lyon 日语")
     assert found["tier"] == "snapshot"
     contents = [r["content"] for r in found["results"]]
     assert ("The user's sister lives in Lyon" in contents) == (change == "add")
     assert ("用户在学日语" in contents) == (change == "add")
-
-
-# Direct SQL (no invalidation, so no rebuild): what the trigger reacts to.
-CHANGES = {
-    "content": "UPDATE memories SET content = 'changed' WHERE id = :id",
-    "tokens": "UPDATE memories SET tokens = ARRAY['changed'] WHERE id = :id",
-    "type": (
-        "UPDATE memories SET memory_type = CASE memory_type WHEN 'fact' THEN 'preference' "
-        "ELSE 'fact' END WHERE id = :id"
-    ),
-    "occurred": "UPDATE memories SET occurred_at = occurred_at - interval '1 day' WHERE id = :id",
-    "private": "UPDATE memories SET private_to_creator = true WHERE id = :id",
-    "group": "UPDATE memories SET source_session_id = 's-9' WHERE id = :id",
-    "deactivate": "UPDATE memories SET is_active = false WHERE id = :id",
-    "soft delete": "UPDATE memories SET deleted_at = now() WHERE id = :id",
-    "hard delete": "DELETE FROM memories WHERE id = :id",
-    "insert": (
-        "INSERT INTO memories (relationship_id, id, tenant_id, memory_type, layer, polarity, "
-        "content, tokens, importance, confidence, occurred_at, origin) SELECT "
-        "relationship_id, gen_random_uuid(), tenant_id, memory_type, layer, polarity, "
-        "'another', tokens, importance, confidence, occurred_at, origin FROM memories "
-        "WHERE id = :id RETURNING id"
-    ),
-}
-# Old text must not stay in a derived copy: these drop the snapshot.
-DROPPING = {"content", "tokens", "hard delete"}
-
-
-async def _changed(resources: Resources, rid: str) -> list[str] | None:
-    async with resources.sessions() as session:
-        row = (
-            await session.execute(
-                text("SELECT changed FROM recall_snapshots WHERE relationship_id = :r"),
-                {"r": rid},
-            )
-        ).first()
-    return None if row is None else [str(i) for i in row[0]]
 
 
 @pytest.mark.parametrize("change", list(CHANGES))
@@ -224,19 +124,19 @@ async def test_the_trigger_records_a_change_or_drops_the_snapshot_if_text_change
 ) -> None:
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
-    rid, ids = await _large(client, headers, f"trigger-{change}")
-    await _snapshot_then_evict(client, headers, resources, rid)
+    rid, ids = await large(client, headers, f"trigger-{change}")
+    await snapshot_then_evict(client, headers, resources, rid)
     async with resources.sessions() as session, session.begin():
         result = await session.execute(text(CHANGES[change]), {"id": ids[0]})
         written = str(result.scalar_one()) if change == "insert" else ids[0]
-    recorded = await _changed(resources, rid)
-    found = await _search(client, headers, rid, "cello quartet another changed")
+    recorded = await changed(resources, rid)
+    found = await search(client, headers, rid, "cello quartet another changed")
     contents = [r["content"] for r in found["results"]]
     if change in DROPPING:
         assert recorded is None
         # Read from rows, and the snapshot is stored again by the background fill.
         assert found["tier"] == "cold"
-        await _wait_for_snapshot(resources, rid)
+        await wait_for_snapshot(resources, rid)
     else:
         assert recorded == [written]
         # Completed from the row the write changed (decision 0014).
@@ -251,11 +151,11 @@ async def test_recall_statistics_keep_the_snapshot_and_are_read_from_the_rows(
 ) -> None:
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
-    rid, ids = await _large(client, headers, "snap-stats")
-    await _snapshot_then_evict(client, headers, resources, rid)
-    before = await _search(client, headers, rid, "爬山 cello")
+    rid, ids = await large(client, headers, "snap-stats")
+    await snapshot_then_evict(client, headers, resources, rid)
+    before = await search(client, headers, rid, "爬山 cello")
     await wait_for_hot_copy(resources.redis, rid)
-    await _evict(resources, rid)
+    await evict(resources, rid)
     # As reinforcement and upkeep do: statistics change in place, the snapshot stays.
     async with resources.sessions() as session, session.begin():
         await session.execute(
@@ -266,13 +166,13 @@ async def test_recall_statistics_keep_the_snapshot_and_are_read_from_the_rows(
             ),
             {"r": rid, "id": ids[2]},
         )
-    assert await _snapshots(resources, rid) == 1
-    from_snapshot = await _search(client, headers, rid, "爬山 cello")
+    assert await snapshots(resources, rid) == 1
+    from_snapshot = await search(client, headers, rid, "爬山 cello")
     assert from_snapshot["tier"] == "snapshot"
     # The same read from rows (no snapshot) ranks identically.
-    await _drop_snapshot(resources, rid)
-    await _evict(resources, rid)
-    from_rows = await _search(client, headers, rid, "爬山 cello")
+    await drop_snapshot(resources, rid)
+    await evict(resources, rid)
+    from_rows = await search(client, headers, rid, "爬山 cello")
     assert from_rows["tier"] == "cold"
     assert [c for c, _ in _ranked(from_snapshot)] == [c for c, _ in _ranked(from_rows)]
     assert [s for _, s in _ranked(from_snapshot)] == pytest.approx(
@@ -286,364 +186,3 @@ async def test_recall_statistics_keep_the_snapshot_and_are_read_from_the_rows(
 
     assert climbing(from_snapshot)["importance"] > climbing(before)["importance"]
     assert climbing(from_snapshot)["decay"] < climbing(before)["decay"]
-
-
-async def _no_vector() -> None:
-    return None
-
-
-def _reader(
-    settings: Settings, tenant_id: uuid.UUID, rid: str
-) -> tuple[ColdReader, RelationshipScope]:
-    """A cold reader that snapshots partitions of three memories or more, and the
-    relationship's scope."""
-    scope = RelationshipScope(TenantId(tenant_id), RelationshipId(uuid.UUID(rid)))
-    return ColdReader(rank_weights(settings), None, 3), scope
-
-
-async def _drop_snapshot(resources: Resources, rid: str) -> None:
-    async with resources.sessions() as session, session.begin():
-        await session.execute(
-            text("DELETE FROM recall_snapshots WHERE relationship_id = :r"), {"r": rid}
-        )
-
-
-async def _cold_read(
-    settings: Settings, resources: Resources, tenant_id: uuid.UUID, rid: str
-) -> tuple[ColdReader, RelationshipScope, Any]:
-    """A read from rows (the snapshot, if any, deleted first)."""
-    await _drop_snapshot(resources, rid)
-    reader, scope = _reader(settings, tenant_id, rid)
-    async with tenant_session(resources.sessions, TenantId(tenant_id)) as session:
-        partition = await reader.read(session, scope, _no_vector(), "v")
-    assert partition.source == "cold"
-    assert partition.row_versions is not None
-    return reader, scope, partition
-
-
-async def test_a_snapshot_is_not_stored_from_rows_that_changed_since_or_under_a_write(
-    settings: Settings, client, make_tenant, resources
-) -> None:
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    rid, ids = await _large(client, headers, "snap-race")
-    await _wait_for_snapshot(resources, rid)  # the batch's rebuild is done
-    reader, scope, partition = await _cold_read(settings, resources, tenant.id, rid)
-    # Any change of a row since the read (here only its statistics) refuses the store.
-    async with resources.sessions() as session, session.begin():
-        await session.execute(
-            text("UPDATE memories SET strength = 0.5 WHERE relationship_id = :r AND id = :id"),
-            {"r": rid, "id": ids[0]},
-        )
-    assert not await reader.store_snapshot(resources.sessions, scope, partition)
-    # A write in flight that drops snapshots holds the lock: the store backs off.
-    reader, scope, partition = await _cold_read(settings, resources, tenant.id, rid)
-    async with resources.sessions() as session, session.begin():
-        await session.execute(
-            text(
-                "UPDATE memories SET content = content || '!' "
-                "WHERE relationship_id = :r AND id = :id"
-            ),
-            {"r": rid, "id": ids[1]},
-        )
-        assert not await reader.store_snapshot(resources.sessions, scope, partition)
-    assert await _snapshots(resources, rid) == 0
-    # Unchanged rows and no write: stored.
-    reader, scope, partition = await _cold_read(settings, resources, tenant.id, rid)
-    assert await reader.store_snapshot(resources.sessions, scope, partition)
-    assert await _snapshots(resources, rid) == 1
-
-
-async def test_another_tenant_sees_no_snapshot_and_cannot_be_served_one(
-    settings: Settings, client, make_tenant, resources
-) -> None:
-    owner, other = await make_tenant(), await make_tenant()
-    headers = await owner.key("gateway")
-    rid, _ = await _large(client, headers, "snap-tenant")
-    await _snapshot_then_evict(client, headers, resources, rid)
-    async with tenant_session(resources.sessions, TenantId(other.id)) as session:
-        visible = await session.scalar(text("SELECT count(*) FROM recall_snapshots"))
-    assert visible == 0
-    # Asked for under the wrong tenant, the relationship has no rows and no snapshot.
-    reader = ColdReader(rank_weights(settings), None, 3)
-    wrong = RelationshipScope(TenantId(other.id), RelationshipId(uuid.UUID(rid)))
-    async with tenant_session(resources.sessions, TenantId(other.id)) as session:
-        partition = await reader.read(session, wrong, _no_vector(), "v")
-    assert partition.records == []
-    assert partition.source == "cold"
-    other_headers = await other.key("gateway")
-    denied = await client.post(
-        f"/v1/relationships/{rid}/search", json={"query": "cello"}, headers=other_headers
-    )
-    assert denied.status_code == 404
-
-
-async def test_a_worker_rebuilds_a_dropped_snapshot_of_a_large_partition_only(
-    settings: Settings, client, make_tenant, resources
-) -> None:
-    # As workers/services.py builds it: no sessions of its own, so no background work.
-    store = PartitionStore(resources.redis, rank_weights(settings), 60, 0, snapshot_min_memories=3)
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    rid, _ = await _large(client, headers, "snap-worker")
-    await _wait_for_snapshot(resources, rid)
-    scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
-    assert not await store.refresh_snapshot(resources.sessions, scope)  # it has one
-    await _drop_snapshot(resources, rid)
-    assert await store.refresh_snapshot(resources.sessions, scope)
-    assert await _snapshots(resources, rid) == 1
-    small = PartitionStore(resources.redis, rank_weights(settings), 60, 0, None, None, 100)
-    await _drop_snapshot(resources, rid)
-    assert not await small.refresh_snapshot(resources.sessions, scope)  # 6 < 100
-    assert await _snapshots(resources, rid) == 0
-
-
-async def _held_in_snapshots(resources: Resources, rid: str, words: str) -> int:
-    """The relationship's snapshots whose bytes hold ``words`` (texts are UTF-8 inside
-    msgpack)."""
-    async with resources.sessions() as session:
-        found = await session.scalar(
-            text(
-                "SELECT count(*) FROM recall_snapshots WHERE relationship_id = :r "
-                "AND position(convert_to(:w, 'UTF8') in body) > 0"
-            ),
-            {"r": rid, "w": words},
-        )
-    return int(found or 0)
-
-
-async def test_forgotten_and_erased_text_leaves_the_snapshots(
-    client, make_tenant, resources
-) -> None:
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    rid, ids = await _large(client, headers, "snap-forget")
-    await _snapshot_then_evict(client, headers, resources, rid)
-    assert await _held_in_snapshots(resources, rid, "sister lives in Lyon") == 1
-    preview = await client.post(
-        f"/v1/relationships/{rid}/forget",
-        json={"memory_ids": [ids[1]], "hard": True},
-        headers=headers,
-    )
-    assert preview.status_code in {200, 201}, preview.text
-    confirmed = await client.post(
-        f"/v1/relationships/{rid}/forget/confirm",
-        json={"token": preview.json()["token"]},
-        headers=headers,
-    )
-    assert confirmed.status_code in {200, 201}, confirmed.text
-    await _wait_for_snapshot(resources, rid)  # rebuilt from what remains
-    assert await _held_in_snapshots(resources, rid, "sister lives in Lyon") == 0
-    assert await _held_in_snapshots(resources, rid, "allergic to peanuts") == 1
-    user = (
-        await client.post("/v1/resolve", json=resolve_body("snap-forget"), headers=headers)
-    ).json()["global_user_id"]
-    erased = await client.delete(f"/v1/users/{user}", headers=tenant.admin)
-    assert erased.status_code == 200, erased.text
-    assert await _snapshots(resources, rid) == 0
-    assert await _held_in_snapshots(resources, rid, "allergic to peanuts") == 0
-
-
-async def test_after_a_burst_of_writes_the_snapshot_holds_all_of_them(
-    client, make_tenant, resources
-) -> None:
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    rid, _ = await _large(client, headers, "snap-burst")
-    await _wait_for_snapshot(resources, rid)
-    for n in range(5):  # an import in batches
-        body = {"memories": [{"content": f"用户第{n}次提到旅行计划"}]}
-        await client.post(f"/v1/relationships/{rid}/memories/batch", json=body, headers=headers)
-    await _wait_for_snapshot(resources, rid)
-    found = await _search(client, headers, rid, "旅行计划")
-    assert found["tier"] in {"snapshot", "local"}
-    assert sum("旅行计划" in r["content"] for r in found["results"]) == 5
-    async with resources.sessions() as session:
-        count = await session.scalar(
-            text("SELECT memories FROM recall_snapshots WHERE relationship_id = :r"),
-            {"r": rid},
-        )
-    assert count == len(MEMORIES) + 5
-
-
-# Written while a cold read embeds its query: an edit drops the snapshot, a change of
-# activity is recorded in it; either way its row changed since the read fetched it.
-MEANWHILE = {
-    "edit": "UPDATE memories SET content = 'edited meanwhile' WHERE id = :id",
-    "deactivate": "UPDATE memories SET is_active = false WHERE id = :id",
-}
-
-
-@pytest.mark.parametrize("change", list(MEANWHILE))
-async def test_a_write_committed_while_the_query_is_embedded_is_not_served_stale(
-    settings: Settings, client, make_tenant, resources, change: str
-) -> None:
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    rid, ids = await _large(client, headers, f"snap-between-{change}")
-    await _wait_for_snapshot(resources, rid)
-    reader, scope = _reader(settings, tenant.id, rid)
-
-    async def embedded_after_a_write() -> None:
-        # The read has fetched the snapshot by now; this write commits before its check.
-        async with resources.sessions() as session, session.begin():
-            await session.execute(text(MEANWHILE[change]), {"id": ids[0]})
-
-    async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
-        partition = await reader.read(session, scope, embedded_after_a_write(), "v")
-    assert partition.source == "cold"
-    contents = [r.content for r in partition.records]
-    assert ("edited meanwhile" in contents) == (change == "edit")
-    assert MEMORIES[0] not in contents
-
-
-async def _with_an_unrecorded_row(
-    client: Any, make_tenant: Any, resources: Resources, user: str
-) -> tuple[RelationshipScope, list[str]]:
-    """A large relationship with a snapshot, and a memory the snapshot lacks without a
-    record of it, as a write with triggers off would leave it: the read must fetch it
-    with a statement of its own. Its scope and its memories' ids."""
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    rid, ids = await _large(client, headers, user)
-    await _wait_for_snapshot(resources, rid)
-    async with resources.sessions() as session, session.begin():
-        await session.execute(text(CHANGES["insert"]), {"id": ids[2]})
-        await session.execute(
-            text("UPDATE recall_snapshots SET changed = '{}' WHERE relationship_id = :r"),
-            {"r": rid},
-        )
-    return RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid))), ids
-
-
-async def test_a_row_the_snapshot_lacks_without_a_record_is_read_from_its_row(
-    settings: Settings, client, make_tenant, resources
-) -> None:
-    scope, _ = await _with_an_unrecorded_row(client, make_tenant, resources, "snap-unrecorded")
-    reader = ColdReader(rank_weights(settings), None, 3)
-    async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
-        served = await reader.read(session, scope, _no_vector(), "v")
-        await session.execute(
-            text("DELETE FROM recall_snapshots WHERE relationship_id = :r"),
-            {"r": scope.relationship_id},
-        )
-        from_rows = await reader.read(session, scope, _no_vector(), "v")
-        await session.rollback()
-    assert (served.source, from_rows.source) == ("snapshot", "cold")
-    queries = [["cello"], ["爬山"], ["user", "tea"]]
-    assert_same_partition(served, from_rows, queries, with_vectors=False)
-    assert "another" in [r.content for r in served.records]
-
-
-async def test_a_write_committed_before_the_rows_the_snapshot_lacks_are_read_is_not_missed(
-    settings: Settings, client, make_tenant, resources
-) -> None:
-    scope, ids = await _with_an_unrecorded_row(client, make_tenant, resources, "snap-between")
-
-    class WrittenToMeanwhile(ColdReader):
-        async def _changes(self, *args: Any) -> Any:
-            # After the check statement, before the rows it lacks are read.
-            async with resources.sessions() as session, session.begin():
-                await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})
-            return await super()._changes(*args)
-
-    reader = WrittenToMeanwhile(rank_weights(settings), None, 3)
-    async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
-        partition = await reader.read(session, scope, _no_vector(), "v")
-    assert partition.source == "cold"
-    contents = [r.content for r in partition.records]
-    assert MEMORIES[0] not in contents
-    assert "another" in contents
-
-
-async def test_a_completed_snapshot_is_stored_unless_a_write_came_after_it(
-    settings: Settings, client, make_tenant, resources
-) -> None:
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    rid, ids = await _large(client, headers, "snap-merged-store")
-    await _snapshot_then_evict(client, headers, resources, rid)
-    async with resources.sessions() as session, session.begin():  # recorded, not rebuilt
-        await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})
-    assert await _changed(resources, rid) == [ids[0]]
-    reader, scope = _reader(settings, tenant.id, rid)
-    async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
-        merged = await reader.read(session, scope, _no_vector(), "v")
-    assert merged.source == "snapshot"
-    assert merged.merged_from is not None
-    # Another recorded write since the read: its snapshot would miss it.
-    async with resources.sessions() as session, session.begin():
-        await session.execute(text(CHANGES["private"]), {"id": ids[1]})
-    assert not await reader.store_snapshot(resources.sessions, scope, merged)
-    assert sorted(await _changed(resources, rid) or []) == sorted([ids[0], ids[1]])
-    # Through the API: the cold read's fill stores the completed snapshot.
-    found = await _search(client, headers, rid, "cello Lyon")
-    assert found["tier"] == "snapshot"
-    await wait_for_hot_copy(resources.redis, rid)
-    assert await _changed(resources, rid) == []
-    await _evict(resources, rid)
-    again = await _search(client, headers, rid, "cello Lyon")
-    assert again["tier"] == "snapshot"
-    assert [r["content"] for r in again["results"]] == [r["content"] for r in found["results"]]
-    assert MEMORIES[0] not in [r["content"] for r in again["results"]]
-
-
-BETWEEN_READ_AND_STORE = {
-    "recorded": ("UPDATE memories SET private_to_creator = true WHERE id = :id", False),
-    "edit": ("UPDATE memories SET content = 'edited' WHERE id = :id", False),
-    "statistics": (
-        "UPDATE memories SET strength = 3, last_recalled_at = now() WHERE id = :id",
-        True,
-    ),
-}
-
-
-@pytest.mark.parametrize("write", list(BETWEEN_READ_AND_STORE))
-async def test_a_completed_snapshot_is_stored_only_if_no_recorded_write_came_between(
-    settings: Settings, client, make_tenant, resources, write: str
-) -> None:
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    rid, ids = await _large(client, headers, f"snap-merged-{write}")
-    await _wait_for_snapshot(resources, rid)
-    async with resources.sessions() as session, session.begin():  # recorded
-        await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})
-    reader, scope = _reader(settings, tenant.id, rid)
-    # What the rebuild after writes reads: the snapshot completed, not every row.
-    async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
-        merged = await reader.read_for_snapshot(session, scope)
-    assert merged is not None
-    assert (merged.source, merged.row_versions) == ("snapshot", None)
-    assert merged.merged_from is not None
-    statement, stored = BETWEEN_READ_AND_STORE[write]
-    async with resources.sessions() as session, session.begin():
-        await session.execute(text(statement), {"id": ids[1]})
-    assert await reader.store_snapshot(resources.sessions, scope, merged) is stored
-    if write == "edit":
-        assert await _changed(resources, rid) is None  # dropped by the edit, not restored
-    elif stored:
-        assert await _changed(resources, rid) == []
-        async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
-            again = await reader.read(session, scope, _no_vector(), "v")
-        assert again.source == "snapshot"
-        assert MEMORIES[0] not in [r.content for r in again.records]
-        written = next(r for r in again.records if str(r.id) == ids[1])
-        assert written.strength == 3  # statistics still come from the rows
-
-
-async def test_a_read_inside_a_writing_transaction_is_never_stored_as_a_snapshot(
-    settings: Settings, client, make_tenant, resources
-) -> None:
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    rid, ids = await _large(client, headers, "snap-merged-own-write")
-    await _wait_for_snapshot(resources, rid)
-    reader, scope = _reader(settings, tenant.id, rid)
-    async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
-        # Its own later writes would leave the snapshot row's version as it is.
-        await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})
-        merged = await reader.read(session, scope, _no_vector(), "v")
-        assert merged.source == "snapshot"
-        assert MEMORIES[0] not in [r.content for r in merged.records]
-        assert merged.merged_from is None
-        await session.rollback()
