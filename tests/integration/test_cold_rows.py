@@ -24,7 +24,9 @@ from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.core.tenant_sessions import tenant_session
 from tether.providers.configured import rank_weights
+from tether.recall import encoding
 from tether.recall.cold import ColdReader
+from tether.recall.hot import PartitionStore
 from tether.recall.loaded import LoadedPartition, PartitionRecord
 from tether.recall.partition import PartitionIndex, RankDoc
 from tether.recall.text import tokenize
@@ -225,9 +227,13 @@ async def test_an_empty_partition_reads_as_empty(
         "/v1/resolve", json=resolve_body(f"cold-rows-{next(_users)}"), headers=headers
     )
     rid = RelationshipId(uuid.UUID(response.json()["relationship_id"]))
-    read = await _read(resources, RelationshipScope(TenantId(tenant.id), rid), settings, None)
+    scope = RelationshipScope(TenantId(tenant.id), rid)
+    read = await _read(resources, scope, settings, None)
     assert read.records == []
     assert read.index.bm25.scores(["cello"]).shape == (0,)
+    scoped = await _read_for(resources, scope, settings, None, ["cello"])
+    assert scoped.records == []
+    assert scoped.index.bm25.scores(["cello"]).shape == (0,)
 
 
 async def test_a_snapshot_check_reads_the_texts_of_its_own_changed_memories_only(
@@ -261,3 +267,63 @@ async def test_a_snapshot_check_reads_the_texts_of_its_own_changed_memories_only
     assert_same_partition(served, from_rows, QUERIES)
     assert {r.id for r in served.records}.isdisjoint(others)
     assert "用户刚换了工作" in [r.content for r in served.records]
+
+
+async def _read_for(
+    resources: Resources,
+    scope: RelationshipScope,
+    settings: Settings,
+    query: Any,
+    words: list[str],
+) -> LoadedPartition:
+    """A read from rows for one query (``lexical_query``), as a request makes it."""
+
+    async def vector() -> Any:
+        return query
+
+    reader = ColdReader(rank_weights(settings), None, 1)
+    async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
+        return await reader.read(session, scope, vector(), "v", words)
+
+
+async def test_a_read_for_one_query_ranks_it_as_a_full_read_does(
+    settings: Settings, client: Any, make_tenant: Any, resources: Resources
+) -> None:
+    """Everything but the BM25 index is the full read's; the index scores the query (and
+    any query made of its words) bit for bit as the full index does, even for a memory
+    whose stored tokens hold a space, an empty string and a NULL; the memories around
+    the partition (the sibling relationship holds the same texts) weigh nothing. The
+    index of every term, built later from the tokens it keeps, is the full read's."""
+    scope, _ = await _partition(client, make_tenant, resources)
+    odd = _memory(scope, 30, tokens=["green tea", "cello", "", None, "tea"])
+    async with resources.sessions() as session, session.begin():
+        await session.execute(INSERT, odd)
+    query = np.random.default_rng(5).standard_normal(DIMENSION).astype(np.float32)
+    full = await _read(resources, scope, settings, query)
+    assert full.lexical_query is None
+    assert full.tokens is None
+    reader = ColdReader(rank_weights(settings), None, 1)
+    for words in [*QUERIES, ["green", "tea", "cello", "cello"], ["green tea"], ["ea"], []]:
+        scoped = await _read_for(resources, scope, settings, query, words)
+        assert scoped.lexical_query == tuple(words)
+        assert scoped.source == "cold"
+        assert scoped.row_versions == full.row_versions
+        assert_same_partition(scoped, full, [words, *([w] for w in words)])
+        completed = reader.with_full_index(scoped)
+        assert completed.lexical_query is None
+        assert completed.tokens is None
+        assert_same_partition(completed, full, [*QUERIES, ["green"], ["tea"], ["ea"]])
+
+
+async def test_a_read_for_one_query_is_never_stored_or_kept_before_it_is_completed(
+    settings: Settings, client: Any, make_tenant: Any, resources: Resources
+) -> None:
+    scope, _ = await _partition(client, make_tenant, resources)
+    scoped = await _read_for(resources, scope, settings, None, ["cello"])
+    with pytest.raises(ValueError, match="completed"):
+        encoding.encode("layout", "v", scoped, vectors=False)
+    store = PartitionStore(resources.redis, rank_weights(settings), 60, 4)
+    with pytest.raises(ValueError, match="completed"):
+        store._remember(scope, scoped)
+    reader = ColdReader(rank_weights(settings), None, 1)
+    encoding.encode("layout", "v", reader.with_full_index(scoped), vectors=False)

@@ -321,3 +321,27 @@ def test_rrf_fusion_ranks_by_reciprocal_ranks_and_is_always_explained() -> None:
         if fusion == "rrf":
             assert explained[0].fused_score == explained[0].rrf_score
         assert all(0.0 <= e.rrf_score <= 1.0 for e in explained.values())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    docs=st.lists(st.lists(st.sampled_from(["cat", "mat", "dog", "猫", "狗", "run"]), max_size=8)),
+    query=st.lists(st.sampled_from(["cat", "dog", "猫", "fish", "run"]), max_size=4),
+    extra=st.sets(st.integers(0, 30)),
+    k1=st.floats(0.1, 3.0),
+    b=st.floats(0.0, 1.0),
+)
+def test_an_index_of_the_query_terms_scores_like_the_full_index(
+    docs: list[list[str]], query: list[str], extra: set[int], k1: float, b: float
+) -> None:
+    """Bit for bit, from the lengths of every document and the tokens of those that may
+    hold a query term (every one that does, and any others: ``extra``)."""
+    params = Bm25Params(k1=k1, b=b)
+    full = Bm25Index.build(docs, params)
+    lengths = np.fromiter(map(len, docs), np.int64, len(docs))
+    holding = {i for i, d in enumerate(docs) if set(d) & set(query)}
+    rows = np.array(sorted(holding | {i for i in extra if i < len(docs)}), dtype=np.intp)
+    scoped = Bm25Index.for_query(lengths, rows, [docs[i] for i in rows], query, params)
+    assert full.scores(query).tobytes() == scoped.scores(query).tobytes()
+    for part in query:  # any query made of its terms
+        assert full.scores([part]).tobytes() == scoped.scores([part]).tobytes()

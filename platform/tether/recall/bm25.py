@@ -95,6 +95,31 @@ class Bm25Index:
         return cls._indexed(vocabulary, terms, docs, counts, lengths, params)
 
     @classmethod
+    def for_query(
+        cls,
+        lengths: npt.NDArray[np.int64],
+        rows: npt.NDArray[np.intp],
+        rows_tokens: Sequence[Sequence[str]],
+        query_tokens: Sequence[str],
+        params: Bm25Params,
+    ) -> Bm25Index:
+        """The index of a query's terms alone, over documents of ``lengths`` tokens, given
+        the tokens of only the documents that may hold one of them (document ``rows[i]``
+        holds ``rows_tokens[i]``; rows in increasing order, and every document holding a
+        query term among them). Its scores for any query made of ``query_tokens`` equal
+        those of the index of every document, bit for bit: a term's postings, document
+        frequency and weights depend on the documents that hold it and on the lengths
+        alone. Other terms score nothing: it serves that query only."""
+        wanted = set(query_tokens)
+        kept = [[t for t in tokens if t in wanted] for tokens in rows_tokens]
+        flat = [term for tokens in kept for term in tokens]
+        vocabulary = {term: i for i, term in enumerate(dict.fromkeys(flat))}
+        terms_per_token = np.fromiter(map(vocabulary.__getitem__, flat), np.int64, len(flat))
+        docs_per_token = np.repeat(rows.astype(np.int64), [len(tokens) for tokens in kept])
+        terms, docs, counts = _postings(terms_per_token, docs_per_token, len(lengths))
+        return cls._indexed(vocabulary, terms, docs, counts, lengths, params)
+
+    @classmethod
     def _indexed(
         cls,
         vocabulary: dict[str, int],

@@ -24,7 +24,7 @@ import logging
 import secrets
 import time
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
 
 from redis.asyncio import Redis
@@ -141,11 +141,15 @@ class PartitionStore:
         session: AsyncSession,
         scope: RelationshipScope,
         query_vector: Awaitable[Vector | None],
+        query_tokens: Sequence[str] | None = None,
     ) -> tuple[LoadedPartition, bool]:
         """The partition and whether Redis was unavailable (the read went to Postgres).
 
         ``query_vector`` is awaited only when the partition is cold: Postgres then ranks
-        the vectors by it, and the partition is filled into the hot tiers afterwards."""
+        the vectors by it, and the partition is filled into the hot tiers afterwards.
+        Given ``query_tokens`` (the query the partition is loaded to rank), a read from
+        rows may index those terms only (``LoadedPartition.lexical_query``): the fill
+        builds the index of every term, after the response."""
         version_key, blob_key = partition_keys(scope)
         try:
             version = _text(await self._redis.get(version_key))
@@ -169,8 +173,9 @@ class PartitionStore:
                 # can be trusted any more. A slow read alone says nothing about them.
                 self._local.clear()
             self.stats.cold += 1
-            return await self._cold.read(session, scope, query_vector, "unverified"), True
-        cold = await self._cold.read(session, scope, query_vector, version)
+            cold = await self._cold.read(session, scope, query_vector, "unverified", query_tokens)
+            return cold, True
+        cold = await self._cold.read(session, scope, query_vector, version, query_tokens)
         self.stats.cold += 1
         self._fill_later(scope, cold, blob_key)
         return cold, False
@@ -244,6 +249,8 @@ class PartitionStore:
         return copy
 
     def _remember(self, scope: RelationshipScope, partition: LoadedPartition) -> None:
+        if partition.lexical_query is not None:
+            raise ValueError("a partition read for one query is completed before it is kept")
         self._local.put((scope.tenant_id, scope.relationship_id), partition)
 
     async def _touch(self, copy: LocalCopy, blob_key: str) -> None:
@@ -300,8 +307,9 @@ class PartitionStore:
         cold: LoadedPartition,
         blob_key: str,
     ) -> None:
-        """Complete a cold read with the partition's vectors and keep it in this process
-        and in Redis (off the request that found it cold)."""
+        """Complete a cold read with the partition's vectors (and, read for one query,
+        the BM25 index of every term) and keep it in this process and in Redis (off the
+        request that found it cold)."""
         async with self._fill_slots:
             version_key, _ = partition_keys(scope)
             try:
@@ -312,6 +320,7 @@ class PartitionStore:
             except (SQLAlchemyError, RedisError) as exc:
                 log.warning("hot partition not filled: %s", exc)
                 return
+            cold = self._cold.with_full_index(cold)
             index = replace(cold.index, matrix=matrix, has_vector=has_vector)
             full = replace(
                 cold,

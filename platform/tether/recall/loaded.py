@@ -129,6 +129,8 @@ class LoadedPartition:
     similarity: Vector | None = None
     row_versions: bytes | None = None
     merged_from: str | None = None
+    lexical_query: tuple[str, ...] | None = None
+    tokens: list[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,7 +125,7 @@ class Recall:
         embedding = asyncio.ensure_future(self._embed(query))
         tokens = tokenize(query)
         try:
-            partition, redis_down = await self._store.load(self._session, scope, embedding)
+            partition, redis_down = await self._store.load(self._session, scope, embedding, tokens)
         except BaseException:
             embedding.cancel()
             raise
