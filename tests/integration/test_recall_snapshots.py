@@ -57,6 +57,35 @@ async def test_an_evicted_large_partition_is_read_from_its_snapshot(
         await evict(resources, rid)
 
 
+async def test_a_partition_read_from_rows_for_one_query_is_kept_for_every_query(
+    client, make_tenant, resources
+) -> None:
+    """A read from rows indexes the terms of its request's query only; the copy its fill
+    keeps holds every term, and ranks another query as a read from rows for it does."""
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid, _ = await large(client, headers, "snap-one-query")
+    await wait_for_snapshot(resources, rid)  # the batch's rebuild, out of the way
+    await drop_snapshot(resources, rid)
+    await evict(resources, rid)
+    first = await search(client, headers, rid, "cello")
+    assert first["tier"] == "cold"
+    await wait_for_hot_copy(resources.redis, rid)
+    for query in ("爬山", "火锅 Lyon"):
+        kept = await search(client, headers, rid, query)
+        assert kept["tier"] == "local"
+        assert any(r["explanation"]["lexical_rank"] == 1 for r in kept["results"])
+        await drop_snapshot(resources, rid)
+        await evict(resources, rid)
+        from_rows = await search(client, headers, rid, query)
+        assert from_rows["tier"] == "cold"
+        assert [c for c, _ in _ranked(kept)] == [c for c, _ in _ranked(from_rows)]
+        assert [s for _, s in _ranked(kept)] == pytest.approx(
+            [s for _, s in _ranked(from_rows)], rel=1e-5
+        )
+        await wait_for_hot_copy(resources.redis, rid)
+
+
 async def test_a_small_partition_gets_no_snapshot(client, make_tenant, resources) -> None:
     tenant = await make_tenant()
     headers = await tenant.key("gateway")

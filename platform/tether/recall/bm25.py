@@ -105,11 +105,11 @@ class Bm25Index:
     ) -> Bm25Index:
         """The index of a query's terms alone, over documents of ``lengths`` tokens, given
         the tokens of only the documents that may hold one of them (document ``rows[i]``
-        holds ``rows_tokens[i]``; rows in increasing order, and every document holding a
-        query term among them). Its scores for any query made of ``query_tokens`` equal
-        those of the index of every document, bit for bit: a term's postings, document
-        frequency and weights depend on the documents that hold it and on the lengths
-        alone. Other terms score nothing: it serves that query only."""
+        holds ``rows_tokens[i]``; every document holding a query term among them). Its
+        scores for any query made of ``query_tokens`` equal those of the index of every
+        document, bit for bit: a term's postings, document frequency and weights depend
+        on the documents that hold it and on the lengths alone. Other terms score
+        nothing: it serves that query only."""
         wanted = set(query_tokens)
         kept = [[t for t in tokens if t in wanted] for tokens in rows_tokens]
         flat = [term for tokens in kept for term in tokens]

@@ -8,7 +8,8 @@ each memory and only those numbers come back):
   their ids, distances and recall statistics (always taken from the rows). Memories the
   snapshot does not hold, or that a write since recorded in its ``changed``, are read
   from their rows and merged in (decision 0014).
-- from rows: every active memory with its tokens, indexed here.
+- from rows: every active memory with its tokens, indexed here (for a request, only
+  the terms of its query; the fill indexes every term after the response).
 
 Both read a partition as one row of aggregates (wire.py, decision 0015).
 
@@ -22,12 +23,12 @@ See decisions 0011 and 0014.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, contains
 from typing import Any, Final
 
 import numpy as np
@@ -156,42 +157,28 @@ def _snapshot_version() -> ColumnElement[str]:
     return cast(literal_column("recall_snapshots.xmin"), Text)
 
 
-@dataclass(frozen=True, slots=True)
-class _TokenText:
-    """Every memory's token string as UTF-8, each followed by a newline, which no token
-    holds: counting and searching them is then a few passes in C."""
-
-    data: bytes
-    ends: npt.NDArray[np.intp]  # where each string's newline is
-
-    @classmethod
-    def of(cls, tokens: Sequence[str]) -> _TokenText | None:
-        data = ("\n".join(tokens) + "\n").encode() if tokens else b""
-        ends = np.flatnonzero(np.frombuffer(data, np.uint8) == ord("\n"))
-        return cls(data, ends) if len(ends) == len(tokens) else None
-
-    def counts(self) -> npt.NDArray[np.int64]:
-        """How many tokens each string holds, as ``wire.split_tokens`` splits it."""
-        spaces = np.flatnonzero(np.frombuffer(self.data, np.uint8) == ord(" "))
-        before = np.searchsorted(spaces, self.ends)  # spaces before each string's end
-        in_string = np.diff(before, prepend=0)
-        starts = np.concatenate(([0], self.ends[:-1] + 1))
-        return np.where(self.ends > starts, in_string + 1, 0).astype(np.int64)
-
-    def rows_containing(self, terms: Sequence[str]) -> npt.NDArray[np.intp]:
-        """The strings that contain one of ``terms`` (as text, maybe not as a token)."""
-        found = [
-            m.start()
-            for term in dict.fromkeys(terms)
-            for m in re.finditer(re.escape(term.encode()), self.data)
-        ]
-        rows: npt.NDArray[np.intp] = np.unique(np.searchsorted(self.ends, found))
-        return rows
-
-
 def _token_counts(tokens: Sequence[str]) -> npt.NDArray[np.int64]:
-    """How many tokens each token string holds, as ``wire.split_tokens`` splits it."""
-    return np.fromiter((t.count(" ") + 1 if t else 0 for t in tokens), np.int64, len(tokens))
+    """How many tokens each token string holds, as ``wire.split_tokens`` splits it: its
+    spaces plus one, none in an empty string (counted in bulk, over the strings as UTF-8
+    joined by newlines, unless one holds a newline)."""
+    data = ("\n".join(tokens) + "\n").encode() if tokens else b""
+    raw = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(raw == ord("\n"))
+    if len(ends) != len(tokens):
+        return np.fromiter((t.count(" ") + 1 if t else 0 for t in tokens), np.int64, len(tokens))
+    spaces = np.flatnonzero(raw == ord(" "))
+    within = np.diff(np.searchsorted(spaces, ends), prepend=0)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    return np.where(ends > starts, within + 1, 0).astype(np.int64)
+
+
+def _rows_containing(tokens: Sequence[str], terms: Sequence[str]) -> npt.NDArray[np.intp]:
+    """The token strings that contain one of ``terms`` as text (a superset of those that
+    hold one as a token), in order. One C-level pass per distinct term."""
+    found = np.zeros(len(tokens), dtype=np.bool_)
+    for term in dict.fromkeys(terms):
+        found |= np.fromiter(map(contains, tokens, repeat(term)), np.bool_, len(tokens))
+    return np.flatnonzero(found)
 
 
 class ColdReader:
@@ -406,6 +393,10 @@ class ColdReader:
         if self._snapshot_min is not None and len(rows) >= self._snapshot_min:
             row_versions = wire.row_versions(rows)
         groups = list(map(attrgetter("group"), records))
+        query = None if query_tokens is None else tuple(query_tokens)
+        bm25 = None if query is None else self._query_bm25(tokens, query)
+        if bm25 is None:
+            bm25, query = self._bm25(tokens), None
         columns = PartitionColumns(
             records=records,
             built=wire.statistics_of(rows),
@@ -414,11 +405,7 @@ class ColdReader:
             neighbours=neighbour_table(
                 groups, np.arange(len(rows), dtype=np.int64), self._weights.neighbour_window
             ),
-            bm25=(
-                self._bm25(tokens)
-                if query_tokens is None
-                else self._query_bm25(tokens, query_tokens)
-            ),
+            bm25=bm25,
         )
         partition = from_columns(
             columns,
@@ -428,22 +415,21 @@ class ColdReader:
             similarity=similarity,
             row_versions=row_versions,
         )
-        if query_tokens is None:
+        if query is None:
             return partition
-        return replace(partition, lexical_query=tuple(query_tokens), tokens=tokens)
+        return replace(partition, lexical_query=query, tokens=tokens)
 
-    def _query_bm25(self, tokens: list[str], query_tokens: Sequence[str]) -> Bm25Index:
+    def _query_bm25(self, tokens: list[str], query: tuple[str, ...]) -> Bm25Index | None:
         """The BM25 index of the query's terms alone, over memories whose tokens are
-        ``tokens`` as sent: indexing every term cost a 5,000-memory read ≈ 6 ms. A memory
-        can hold a term only if its token string contains it, so only those strings are
-        split (the index then counts exact tokens)."""
-        text = _TokenText.of(tokens)
-        if text is None:  # a token with a newline in it: count them one by one
-            lengths, rows = _token_counts(tokens), np.arange(len(tokens), dtype=np.intp)
-        else:
-            lengths, rows = text.counts(), text.rows_containing(query_tokens)
+        ``tokens`` as sent (indexing every term cost a 5,000-memory read ≈ 6 ms), or None
+        where it would not be cheaper: when more than half the memories may hold a term.
+        A memory can hold a term only if its token string contains it, so only those
+        strings are split (the index then counts exact tokens)."""
+        rows = _rows_containing(tokens, query)
+        if 2 * len(rows) > len(tokens):
+            return None
         split = [wire.split_tokens(tokens[i]) for i in rows.tolist()]
-        return Bm25Index.for_query(lengths, rows, split, query_tokens, self._params)
+        return Bm25Index.for_query(_token_counts(tokens), rows, split, query, self._params)
 
     def with_full_index(self, partition: LoadedPartition) -> LoadedPartition:
         """``partition`` with the BM25 index of every term, if it was read for one query

@@ -175,6 +175,10 @@ class Recall:
         visible: npt.NDArray[np.bool_],
         now: datetime,
     ) -> list[tuple[PartitionRecord, Explanation]]:
+        if partition.lexical_query is not None and not set(tokens) <= set(
+            partition.lexical_query
+        ):  # its BM25 index holds another query's terms only
+            raise ValueError("a partition read for one query ranks that query only")
         records = partition.records
         allowed = visible.copy()
         if types is not None:
