@@ -10,12 +10,14 @@ from __future__ import annotations
 import itertools
 import json
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 from tenancy.ids import RelationshipId, RelationshipScope
 from tests.support import MIXED_MEMORIES, assert_same_partition, resolve_body
@@ -24,11 +26,10 @@ from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.core.tenant_sessions import tenant_session
 from tether.providers.configured import rank_weights
-from tether.recall import encoding
 from tether.recall.cold import ColdReader
-from tether.recall.hot import PartitionStore
 from tether.recall.loaded import LoadedPartition, PartitionRecord
 from tether.recall.partition import PartitionIndex, RankDoc
+from tether.recall.query_read import QueryPartition
 from tether.recall.text import tokenize
 
 pytestmark = pytest.mark.integration
@@ -232,8 +233,9 @@ async def test_an_empty_partition_reads_as_empty(
     assert read.records == []
     assert read.index.bm25.scores(["cello"]).shape == (0,)
     scoped = await _read_for(resources, scope, settings, None, ["cello"])
-    assert scoped.records == []
+    assert scoped.keys == b""
     assert scoped.index.bm25.scores(["cello"]).shape == (0,)
+    assert scoped.latest_visible_summary(np.ones(0, np.bool_)) is None
 
 
 async def test_a_snapshot_check_reads_the_texts_of_its_own_changed_memories_only(
@@ -275,55 +277,126 @@ async def _read_for(
     settings: Settings,
     query: Any,
     words: list[str],
-) -> LoadedPartition:
-    """A read from rows for one query (``lexical_query``), as a request makes it."""
+) -> QueryPartition:
+    """A read of the rows for one query, as a request makes it when there is no snapshot."""
 
     async def vector() -> Any:
         return query
 
     reader = ColdReader(rank_weights(settings), None, 1)
     async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
-        return await reader.read(session, scope, vector(), "v", words)
+        found = await reader.read_for_query(session, scope, vector(), "v", words)
+    assert isinstance(found, QueryPartition)
+    return found
+
+
+def _assert_ranks_as(scoped: QueryPartition, full: LoadedPartition, words: list[str]) -> None:
+    """``scoped`` holds every ranking column of ``full`` and scores ``words`` (and each
+    of its words) bit for bit as ``full`` does."""
+    a, b = scoped.index, full.index
+    for column in ("keys", "has_vector", "importance", "confidence", "strength", "neighbours"):
+        assert np.array_equal(getattr(a, column), getattr(b, column)), column
+    assert np.array_equal(a.reference_time, b.reference_time)
+    assert np.array_equal(scoped.expires_at, full.expires_at)
+    assert np.array_equal(scoped.private, full.private)
+    if full.similarity is None:
+        assert scoped.similarity is None
+    else:
+        assert scoped.similarity is not None
+        assert np.array_equal(scoped.similarity, full.similarity)
+    for query in [words, *([w] for w in words)]:
+        assert np.array_equal(a.bm25.scores(query), b.bm25.scores(query)), query
+    assert scoped.keys == b"".join(r.key for r in full.records)
+    assert [scoped.memory_id(i) for i in range(len(full.records))] == [r.id for r in full.records]
 
 
 async def test_a_read_for_one_query_ranks_it_as_a_full_read_does(
     settings: Settings, client: Any, make_tenant: Any, resources: Resources
 ) -> None:
-    """Everything but the BM25 index is the full read's; the index scores the query (and
-    any query made of its words) bit for bit as the full index does, even for a memory
-    whose stored tokens hold a space, an empty string and a NULL; the memories around
-    the partition (the sibling relationship holds the same texts) weigh nothing. The
-    index of every term, built later from the tokens it keeps, is the full read's."""
+    """Everything ranking reads is the full read's; the BM25 index scores the query (and
+    any query made of its words) bit for bit as the full index does, even when a query
+    word is part of a longer one or repeated; the memories around the partition (the
+    sibling relationship holds the same texts) weigh nothing."""
     scope, _ = await _partition(client, make_tenant, resources)
-    odd = _memory(scope, 30, tokens=["green tea", "cello", "", None, "tea"])
-    async with resources.sessions() as session, session.begin():
-        await session.execute(INSERT, odd)
     query = np.random.default_rng(5).standard_normal(DIMENSION).astype(np.float32)
     full = await _read(resources, scope, settings, query)
-    assert full.lexical_query is None
-    assert full.tokens is None
-    reader = ColdReader(rank_weights(settings), None, 1)
-    for words in [*QUERIES, ["green", "tea", "cello", "cello"], ["green tea"], ["ea"], []]:
+    for words in [*QUERIES, ["green", "tea", "cello", "cello"], ["ea"], ["cell"], []]:
         scoped = await _read_for(resources, scope, settings, query, words)
-        assert scoped.lexical_query == tuple(words)
         assert scoped.source == "cold"
-        assert scoped.row_versions == full.row_versions
-        assert_same_partition(scoped, full, [words, *([w] for w in words)])
-        completed = reader.with_full_index(scoped)
-        assert completed.lexical_query is None
-        assert completed.tokens is None
-        assert_same_partition(completed, full, [*QUERIES, ["green"], ["tea"], ["ea"]])
+        assert scoped.terms == tuple(words)
+        _assert_ranks_as(scoped, full, words)
+    without = await _read(resources, scope, settings, None)
+    _assert_ranks_as(await _read_for(resources, scope, settings, None, ["tea"]), without, ["tea"])
 
 
-async def test_a_read_for_one_query_is_never_stored_or_kept_before_it_is_completed(
+async def test_a_read_for_one_query_filters_and_finds_summaries_as_a_full_read_does(
     settings: Settings, client: Any, make_tenant: Any, resources: Resources
 ) -> None:
+    """Kinds and layers travel as codes: every filter, and the newest summary among any
+    visible rows, are the full read's (a kind no code names matches no filter)."""
     scope, _ = await _partition(client, make_tenant, resources)
+    odd = _memory(scope, 31, kind="not-a-kind")
+    async with resources.sessions() as session, session.begin():
+        await session.execute(INSERT, odd)
+    full = await _read(resources, scope, settings, None)
+    scoped = await _read_for(resources, scope, settings, None, ["tea"])
+    filters: list[list[str] | None] = [None, [], ["fact"], ["summary", "fact"], ["not-a-kind"]]
+    for types in filters:
+        for layers in [None, ["semantic"], ["episodic"], ["nowhere"]]:
+            expected, found = full.allowed(types, layers), scoped.allowed(types, layers)
+            if types is None and layers is None:
+                assert expected is None
+                assert found is None
+                continue
+            assert expected is not None
+            assert found is not None
+            if types != ["not-a-kind"] and layers != ["nowhere"]:
+                assert np.array_equal(found, expected), (types, layers)
+            else:
+                assert not found.any()
+    rng = np.random.default_rng(9)
+    for _ in range(40):
+        visible = rng.random(len(full.records)) < 0.6
+        assert scoped.latest_visible_summary(visible) == full.latest_visible_summary(visible)
+    assert scoped.latest_visible_summary(np.ones(len(full.records), np.bool_)) == (
+        full.latest_summary
+    )
+
+
+async def test_the_records_of_a_read_for_one_query_are_the_full_reads(
+    settings: Settings, client: Any, make_tenant: Any, resources: Resources
+) -> None:
+    """Read afterwards, as of the moment the partition was read; a memory made inactive
+    in between has none, and no id reaches a memory outside the partition (another
+    relationship's, an inactive one)."""
+    scope, others = await _partition(client, make_tenant, resources)
+    full = await _read(resources, scope, settings, None)
     scoped = await _read_for(resources, scope, settings, None, ["cello"])
-    with pytest.raises(ValueError, match="completed"):
-        encoding.encode("layout", "v", scoped, vectors=False)
-    store = PartitionStore(resources.redis, rank_weights(settings), 60, 4)
-    with pytest.raises(ValueError, match="completed"):
-        store._remember(scope, scoped)
     reader = ColdReader(rank_weights(settings), None, 1)
-    encoding.encode("layout", "v", reader.with_full_index(scoped), vectors=False)
+    rows = [0, 5, 23, 7]
+    async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
+        found = await reader.texts(session, scope, scoped, rows)
+        assert await reader.texts(session, scope, scoped, []) == {}
+    assert found == {row: full.records[row] for row in rows}
+    async with resources.sessions() as session, session.begin():
+        await session.execute(
+            text("UPDATE memories SET is_active = false WHERE relationship_id = :r AND id = :id"),
+            {"r": scope.relationship_id, "id": full.records[5].id},
+        )
+    async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
+        found = await reader.texts(session, scope, scoped, rows)
+    assert found == {row: full.records[row] for row in (0, 23, 7)}
+    foreign = replace(scoped, keys=b"".join(other.bytes for other in others))
+    async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
+        assert await reader.texts(session, scope, foreign, range(len(others))) == {}
+
+
+async def test_stored_tokens_must_be_words(
+    settings: Settings, client: Any, make_tenant: Any, resources: Resources
+) -> None:
+    """The readers' counts and matches rely on it (migration 0010)."""
+    scope, _ = await _partition(client, make_tenant, resources)
+    for tokens in (["green tea"], ["cello", ""], ["tea", None], [["a"], ["b"]]):
+        with pytest.raises(DBAPIError, match="ck_memories_tokens_are_words"):
+            async with resources.sessions() as session, session.begin():
+                await session.execute(INSERT, _memory(scope, 40, tokens=tokens))

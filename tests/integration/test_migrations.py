@@ -1,14 +1,19 @@
 """Migrations run on a real database, both ways, and match the models."""
 
 import asyncio
+import importlib.util
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from tether.core.database import async_url
 from tether.core.settings import Settings
+from tether.memories.models import TOKENS_ARE_WORDS
 from tether.runtime import migrate
 from tether.schema import metadata
 
@@ -45,3 +50,47 @@ def test_upgrade_downgrade_upgrade_round_trip(settings: Settings) -> None:
 def test_models_and_migrations_agree(settings: Settings) -> None:
     # The equivalent of `alembic check`: autogenerate would produce nothing.
     assert _schema_diff(settings.require_database_url()) == []
+
+
+def _migration_0010() -> ModuleType:
+    path = Path(__file__).parents[2] / "migrations/versions/0010_tokens_are_words.py"
+    spec = importlib.util.spec_from_file_location("migration_0010", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tokens_that_are_not_words_are_brought_to_the_form_every_reader_split_them_in(
+    settings: Settings,
+) -> None:
+    """What migration 0010 does to rows written before its constraint: their tokens as
+    every reader already split them, empty ones dropped; words stay as they are."""
+    migration = _migration_0010()
+    assert migration.CONDITION == TOKENS_ARE_WORDS
+    cases = [
+        (["green tea", "cello"], ["green", "tea", "cello"], False),
+        (["猫", "", None, "tea  pot"], ["猫", "tea", "pot"], False),
+        ([""], [], False),
+        ([], [], True),
+        (["喜欢", "cat"], ["喜欢", "cat"], True),
+    ]
+
+    async def check() -> None:
+        engine = create_async_engine(async_url(settings.require_database_url()))
+        async with engine.connect() as conn:
+            for tokens, split, words in cases:
+                found = (
+                    await conn.execute(
+                        text(
+                            f"SELECT {migration.AS_SPLIT}, {migration.CONDITION} "  # noqa: S608 - constants
+                            "FROM (SELECT CAST(:tokens AS text[]) AS tokens) AS memory"
+                        ),
+                        {"tokens": tokens},
+                    )
+                ).one()
+                assert (found[0], found[1]) == (split, words), tokens
+        await engine.dispose()
+
+    asyncio.run(check())

@@ -60,17 +60,30 @@ async def test_an_evicted_large_partition_is_read_from_its_snapshot(
 async def test_a_partition_read_from_rows_for_one_query_is_kept_for_every_query(
     client, make_tenant, resources
 ) -> None:
-    """A read from rows indexes the terms of its request's query only; the copy its fill
-    keeps holds every term, and ranks another query as a read from rows for it does."""
+    """Without a snapshot, a cold read reads what ranking the request's query needs and
+    then the texts of its results (decision 0017): the same answer as the hot copy its
+    fill keeps, which holds the whole partition and ranks another query as a read from
+    rows for it does."""
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
     rid, _ = await large(client, headers, "snap-one-query")
     await wait_for_snapshot(resources, rid)  # the batch's rebuild, out of the way
     await drop_snapshot(resources, rid)
     await evict(resources, rid)
-    first = await search(client, headers, rid, "cello")
+    first = await search(client, headers, rid, "cello quartet")
     assert first["tier"] == "cold"
     await wait_for_hot_copy(resources.redis, rid)
+    again = await search(client, headers, rid, "cello quartet")
+    assert again["tier"] == "local"
+    assert first["results"], "the query finds memories"
+    for cold, hot in zip(first["results"], again["results"], strict=True):
+        assert cold.pop("score") == pytest.approx(hot.pop("score"), rel=1e-5)
+        explained, expected = cold.pop("explanation"), hot.pop("explanation")
+        assert explained.keys() == expected.keys()
+        for name, value in explained.items():  # vectors: float16 in the hot copy
+            numeric = isinstance(value, float)
+            assert value == (pytest.approx(expected[name], rel=1e-4) if numeric else expected[name])
+        assert cold == hot
     for query in ("爬山", "火锅 Lyon"):
         kept = await search(client, headers, rid, query)
         assert kept["tier"] == "local"

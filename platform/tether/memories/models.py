@@ -10,6 +10,7 @@ from typing import Any
 from pgvector.sqlalchemy import HALFVEC
 from sqlalchemy import (
     Boolean,
+    CheckConstraint,
     DateTime,
     Float,
     ForeignKey,
@@ -26,6 +27,14 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from tether.core.database import Base
 from tether.core.partitions import partition_by_relationship
+
+# Stored tokens are words (migration 0010): readers count and match them as the tokens
+# joined by spaces and split on them, which only words make exact.
+TOKENS_ARE_WORDS = (
+    "CASE WHEN array_ndims(tokens) > 1 THEN false "
+    "ELSE array_position(tokens, NULL) IS NULL AND array_position(tokens, '') IS NULL "
+    "AND strpos(array_to_string(tokens, ''), ' ') = 0 END"
+)
 
 
 def _relationship_fk() -> Mapped[uuid.UUID]:
@@ -56,6 +65,7 @@ class Memory(Base):
             postgresql_where=text("external_id IS NOT NULL"),
         ),
         Index("ix_memories_active", "relationship_id", "is_active"),
+        CheckConstraint(TOKENS_ARE_WORDS, name="tokens_are_words"),
         Index(
             "ix_memories_expiring",
             "expires_at",

@@ -27,8 +27,7 @@ import uuid
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from itertools import repeat
-from operator import attrgetter, contains
+from operator import attrgetter
 from typing import Any, Final
 
 import numpy as np
@@ -73,6 +72,7 @@ from tether.recall.loaded import (
 )
 from tether.recall.models import PartitionSnapshot
 from tether.recall.partition import neighbour_table
+from tether.recall.query_read import MEMORY_LAYERS, MEMORY_TYPES, QueryPartition, QueryRead
 from tether.recall.weights import RankWeights
 
 log = logging.getLogger(__name__)
@@ -120,6 +120,7 @@ class _Read:
 
     connection: AsyncConnection
     params: dict[str, Any]
+    now: datetime
 
     @classmethod
     def of(
@@ -132,7 +133,11 @@ class _Read:
         params = wire.partition_params(scope, now)
         if vector is not None:
             params |= {_QUERY_VECTOR.key: vector, _QUERY_DIMENSION.key: len(vector)}
-        return cls(connection, params)
+        return cls(connection, params, now)
+
+    @property
+    def has_query(self) -> bool:
+        return _QUERY_VECTOR.key in self.params
 
     async def one(self, statement: Any, **more: Any) -> Row[Any]:
         return (await self.connection.execute(statement, self.params | more)).one()
@@ -172,15 +177,6 @@ def _token_counts(tokens: Sequence[str]) -> npt.NDArray[np.int64]:
     return np.where(ends > starts, within + 1, 0).astype(np.int64)
 
 
-def _rows_containing(tokens: Sequence[str], terms: Sequence[str]) -> npt.NDArray[np.intp]:
-    """The token strings that contain one of ``terms`` as text (a superset of those that
-    hold one as a token), in order. One C-level pass per distinct term."""
-    found = np.zeros(len(tokens), dtype=np.bool_)
-    for term in dict.fromkeys(terms):
-        found |= np.fromiter(map(contains, tokens, repeat(term)), np.bool_, len(tokens))
-    return np.flatnonzero(found)
-
-
 class ColdReader:
     def __init__(
         self,
@@ -196,6 +192,7 @@ class ColdReader:
         self._model = embedding_model
         self._snapshot_min = snapshot_min_memories
         self._params = Bm25Params(k1=weights.bm25_k1, b=weights.bm25_b)
+        self._query_read = QueryRead(self._params, weights.neighbour_window)
         self.snapshot_layout: Final = (
             f"snapshot{SNAPSHOT_FORMAT}:{weights.bm25_k1}:{weights.bm25_b}:"
             f"{weights.neighbour_window}"
@@ -217,14 +214,17 @@ class ColdReader:
         """The statements every cold read executes, built once (see wire.PARTITION)."""
         distance = {False: literal(None), True: self._distance()}
         self._rows = {has: wire.aggregated(d) for has, d in distance.items()}
+        self._query_rows = {
+            has: wire.for_query(d, MEMORY_TYPES, MEMORY_LAYERS) for has, d in distance.items()
+        }
         self._checks = {has: self._check(d) for has, d in distance.items()}
         self._fetch = self._snapshot_of(
             PartitionSnapshot.body, _snapshot_version(), PartitionSnapshot.changed
         )
         still = self._snapshot_of(_snapshot_version()).scalar_subquery()
-        self._unrecorded_rows = wire.aggregated(
-            literal(None), where=[Memory.id == any_(_WANTED)], also=(still,)
-        )
+        wanted = [Memory.id == any_(_WANTED)]
+        self._unrecorded_rows = wire.aggregated(literal(None), where=wanted, also=(still,))
+        self._wanted_rows = wire.aggregated(literal(None), where=wanted)
 
     @traced("recall.cold")
     async def read(
@@ -233,12 +233,42 @@ class ColdReader:
         scope: RelationshipScope,
         query_vector: Awaitable[Vector | None],
         version: str,
-        query_tokens: Sequence[str] | None = None,
     ) -> LoadedPartition:
-        """The partition, ranked with ``query_vector`` (awaited after the snapshot is
-        fetched, so fetching overlaps the query's embedding). Given ``query_tokens``, a
-        read from rows indexes those terms only (``LoadedPartition.lexical_query``): the
-        index of every term is built after the response, by the fill."""
+        """The whole partition, ranked with ``query_vector`` (awaited after the snapshot
+        is fetched, so fetching overlaps the query's embedding)."""
+        read, found = await self._from_stored_snapshot(session, scope, query_vector, version)
+        return found if found is not None else await self._from_rows(read, version)
+
+    @traced("recall.cold")
+    async def read_for_query(
+        self,
+        session: AsyncSession,
+        scope: RelationshipScope,
+        query_vector: Awaitable[Vector | None],
+        version: str,
+        terms: Sequence[str],
+    ) -> LoadedPartition | QueryPartition:
+        """The partition from its snapshot, as ``read`` reads it, or else what ranking
+        ``terms`` needs of its rows (query_read.py; :meth:`texts` reads the records of
+        the memories the ranking returns)."""
+        read, found = await self._from_stored_snapshot(session, scope, query_vector, version)
+        return found if found is not None else await self._for_query(read, version, terms)
+
+    async def read_whole(
+        self, session: AsyncSession, scope: RelationshipScope, version: str
+    ) -> LoadedPartition:
+        """The whole partition, without distances (to keep or store it)."""
+        return await self.read(session, scope, _no_query(), version)
+
+    async def _from_stored_snapshot(
+        self,
+        session: AsyncSession,
+        scope: RelationshipScope,
+        query_vector: Awaitable[Vector | None],
+        version: str,
+    ) -> tuple[_Read, LoadedPartition | None]:
+        """The read's statements, and the partition from its snapshot if it has a usable
+        one."""
         # Core execution on the request's connection: the ORM's per-row bookkeeping was
         # a third of the time here, and a second connection per request deadlocked a
         # full pool.
@@ -249,13 +279,10 @@ class ColdReader:
         snapshot = None if stored is None else encoding.decode(stored[0])
         vector = await query_vector
         read = _Read.of(connection, scope, now, vector)
-        if stored is not None and snapshot is not None:
-            found = await self._from_snapshot(
-                read, _Snapshot(snapshot, stored[1], {c.bytes for c in stored[2]}), vector, version
-            )
-            if found is not None:
-                return found
-        return await self._from_rows(read, version, query_tokens)
+        if stored is None or snapshot is None:
+            return read, None
+        found = _Snapshot(snapshot, stored[1], {c.bytes for c in stored[2]})
+        return read, await self._from_snapshot(read, found, vector, version)
 
     def _snapshot_of(self, *columns: Any) -> Any:
         """``columns`` of the ``wire.PARTITION``'s snapshot."""
@@ -278,7 +305,7 @@ class ColdReader:
         if changes == 0:
             return None
         if changes is not None:  # no distances needed: only the index is stored
-            return await self.read(session, scope, _no_query(), "")
+            return await self.read_whole(session, scope, "")
         size = await read.scalar(wire.active(select(func.count())))
         if (size or 0) < self._snapshot_min:
             return None
@@ -381,22 +408,15 @@ class ColdReader:
         flat = " ".join(t for t in tokens if t).split(" ") if lengths.any() else []
         return Bm25Index.build_flat(flat, lengths, self._params)
 
-    async def _from_rows(
-        self, read: _Read, version: str, query_tokens: Sequence[str] | None = None
-    ) -> LoadedPartition:
-        has_query = _QUERY_VECTOR.key in read.params
-        found = wire.Aggregated.of(await read.one(self._rows[has_query]))
+    async def _from_rows(self, read: _Read, version: str) -> LoadedPartition:
+        found = wire.Aggregated.of(await read.one(self._rows[read.has_query]))
         rows = found.rows
         records, tokens = found.records(rows)
-        similarity, has_vector = similarity_of(rows["distance"].astype(np.float32), has_query)
+        similarity, has_vector = similarity_of(rows["distance"].astype(np.float32), read.has_query)
         row_versions = None
         if self._snapshot_min is not None and len(rows) >= self._snapshot_min:
             row_versions = wire.row_versions(rows)
         groups = list(map(attrgetter("group"), records))
-        query = None if query_tokens is None else tuple(query_tokens)
-        bm25 = None if query is None else self._query_bm25(tokens, query)
-        if bm25 is None:
-            bm25, query = self._bm25(tokens), None
         columns = PartitionColumns(
             records=records,
             built=wire.statistics_of(rows),
@@ -405,9 +425,9 @@ class ColdReader:
             neighbours=neighbour_table(
                 groups, np.arange(len(rows), dtype=np.int64), self._weights.neighbour_window
             ),
-            bm25=bm25,
+            bm25=self._bm25(tokens),
         )
-        partition = from_columns(
+        return from_columns(
             columns,
             version,
             "cold",
@@ -415,31 +435,29 @@ class ColdReader:
             similarity=similarity,
             row_versions=row_versions,
         )
-        if query is None:
-            return partition
-        return replace(partition, lexical_query=query, tokens=tokens)
 
-    def _query_bm25(self, tokens: list[str], query: tuple[str, ...]) -> Bm25Index | None:
-        """The BM25 index of the query's terms alone, over memories whose tokens are
-        ``tokens`` as sent (indexing every term cost a 5,000-memory read ≈ 6 ms), or None
-        where it would not be cheaper: when more than half the memories may hold a term.
-        A memory can hold a term only if its token string contains it, so only those
-        strings are split (the index then counts exact tokens)."""
-        rows = _rows_containing(tokens, query)
-        if 2 * len(rows) > len(tokens):
-            return None
-        split = [wire.split_tokens(tokens[i]) for i in rows.tolist()]
-        return Bm25Index.for_query(_token_counts(tokens), rows, split, query, self._params)
+    async def _for_query(self, read: _Read, version: str, terms: Sequence[str]) -> QueryPartition:
+        wanted = {wire.QUERY_TERMS.key: list(dict.fromkeys(terms))}
+        values = await read.one(self._query_rows[read.has_query], **wanted)
+        return self._query_read.partition(values, tuple(terms), version, read.now, read.has_query)
 
-    def with_full_index(self, partition: LoadedPartition) -> LoadedPartition:
-        """``partition`` with the BM25 index of every term, if it was read for one query
-        (``lexical_query``); what a read from rows without a query builds."""
-        if partition.lexical_query is None:
-            return partition
-        if partition.tokens is None:
-            raise ValueError("a partition read for one query keeps its tokens")
-        index = replace(partition.index, bm25=self._bm25(partition.tokens))
-        return replace(partition, index=index, lexical_query=None, tokens=None)
+    async def texts(
+        self,
+        session: AsyncSession,
+        scope: RelationshipScope,
+        partition: QueryPartition,
+        rows: Sequence[int],
+    ) -> dict[int, PartitionRecord]:
+        """The records of ``rows`` of ``partition``, read as of the moment it was; a
+        memory a write has made inactive since (or deleted) has none."""
+        if not rows:
+            return {}
+        read = _Read.of(await session.connection(), scope, partition.read_at)
+        ids = {_WANTED.key: [partition.memory_id(row) for row in rows]}
+        found = wire.Aggregated.of(await read.one(self._wanted_rows, **ids))
+        records, _ = found.records(found.rows)
+        by_key = {record.key: record for record in records}
+        return {row: by_key[partition.key(row)] for row in rows if partition.key(row) in by_key}
 
     async def vectors(
         self, session: AsyncSession, scope: RelationshipScope, records: list[PartitionRecord]

@@ -72,8 +72,6 @@ _decoder = msgspec.msgpack.Decoder(EncodedPartition)
 
 
 def encode(layout: str, version: str, partition: LoadedPartition, *, vectors: bool) -> bytes:
-    if partition.lexical_query is not None:
-        raise ValueError("a partition read for one query is completed before it is stored")
     records, index = partition.records, partition.index
     matrix = index.matrix if vectors else None
     parts = index.bm25.parts()

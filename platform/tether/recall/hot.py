@@ -42,8 +42,9 @@ from tether.core.telemetry import traced
 from tether.core.tenant_sessions import tenant_session
 from tether.recall import encoding
 from tether.recall.cold import ColdReader
-from tether.recall.loaded import LoadedPartition, Vector
+from tether.recall.loaded import LoadedPartition, PartitionRecord, Vector
 from tether.recall.local import LocalCopies, LocalCopy
+from tether.recall.query_read import QueryPartition
 from tether.recall.weights import RankWeights
 
 log = logging.getLogger(__name__)
@@ -141,15 +142,15 @@ class PartitionStore:
         session: AsyncSession,
         scope: RelationshipScope,
         query_vector: Awaitable[Vector | None],
-        query_tokens: Sequence[str] | None = None,
-    ) -> tuple[LoadedPartition, bool]:
-        """The partition and whether Redis was unavailable (the read went to Postgres).
+        query_tokens: Sequence[str],
+    ) -> tuple[LoadedPartition | QueryPartition, bool]:
+        """The partition to rank the query of ``query_tokens`` with, and whether Redis
+        was unavailable (the read went to Postgres).
 
         ``query_vector`` is awaited only when the partition is cold: Postgres then ranks
-        the vectors by it, and the partition is filled into the hot tiers afterwards.
-        Given ``query_tokens`` (the query the partition is loaded to rank), a read from
-        rows may index those terms only (``LoadedPartition.lexical_query``): the fill
-        builds the index of every term, after the response."""
+        the vectors by it, and the partition is filled into the hot tiers afterwards. A
+        cold partition without a usable snapshot is read for that query only (a
+        ``QueryPartition``; :meth:`records` reads the records the ranking returns)."""
         version_key, blob_key = partition_keys(scope)
         try:
             version = _text(await self._redis.get(version_key))
@@ -173,9 +174,11 @@ class PartitionStore:
                 # can be trusted any more. A slow read alone says nothing about them.
                 self._local.clear()
             self.stats.cold += 1
-            cold = await self._cold.read(session, scope, query_vector, "unverified", query_tokens)
+            cold = await self._cold.read_for_query(
+                session, scope, query_vector, "unverified", query_tokens
+            )
             return cold, True
-        cold = await self._cold.read(session, scope, query_vector, version, query_tokens)
+        cold = await self._cold.read_for_query(session, scope, query_vector, version, query_tokens)
         self.stats.cold += 1
         self._fill_later(scope, cold, blob_key)
         return cold, False
@@ -248,9 +251,21 @@ class PartitionStore:
         self.stats.local += 1
         return copy
 
+    async def records(
+        self,
+        session: AsyncSession,
+        scope: RelationshipScope,
+        partition: LoadedPartition | QueryPartition,
+        rows: Sequence[int],
+    ) -> dict[int, PartitionRecord]:
+        """The records of ``rows`` of a partition :meth:`load` returned (read from
+        Postgres for a ``QueryPartition``: a row a write has made inactive since has
+        none)."""
+        if isinstance(partition, QueryPartition):
+            return await self._cold.texts(session, scope, partition, rows)
+        return {row: partition.records[row] for row in rows}
+
     def _remember(self, scope: RelationshipScope, partition: LoadedPartition) -> None:
-        if partition.lexical_query is not None:
-            raise ValueError("a partition read for one query is completed before it is kept")
         self._local.put((scope.tenant_id, scope.relationship_id), partition)
 
     async def _touch(self, copy: LocalCopy, blob_key: str) -> None:
@@ -283,7 +298,9 @@ class PartitionStore:
             blob, version, "hot", window, has_vector=blob.has_vectors(), matrix=blob.matrix()
         )
 
-    def _fill_later(self, scope: RelationshipScope, cold: LoadedPartition, blob_key: str) -> None:
+    def _fill_later(
+        self, scope: RelationshipScope, cold: LoadedPartition | QueryPartition, blob_key: str
+    ) -> None:
         key = (scope.tenant_id, scope.relationship_id)
         if self._sessions is None or key in self._filling:
             return
@@ -304,23 +321,25 @@ class PartitionStore:
         self,
         sessions: async_sessionmaker[AsyncSession],
         scope: RelationshipScope,
-        cold: LoadedPartition,
+        found: LoadedPartition | QueryPartition,
         blob_key: str,
     ) -> None:
-        """Complete a cold read with the partition's vectors (and, read for one query,
-        the BM25 index of every term) and keep it in this process and in Redis (off the
+        """Complete a cold read with the partition's vectors (read for one query: read
+        the whole partition first) and keep it in this process and in Redis (off the
         request that found it cold)."""
         async with self._fill_slots:
             version_key, _ = partition_keys(scope)
             try:
-                if _text(await self._redis.get(version_key)) != cold.version:
+                if _text(await self._redis.get(version_key)) != found.version:
                     return  # written to while this fill waited: the copy would be stale
                 async with tenant_session(sessions, TenantId(scope.tenant_id)) as session:
+                    cold = found
+                    if isinstance(cold, QueryPartition):
+                        cold = await self._cold.read_whole(session, scope, found.version)
                     matrix, has_vector = await self._cold.vectors(session, scope, cold.records)
             except (SQLAlchemyError, RedisError) as exc:
                 log.warning("hot partition not filled: %s", exc)
                 return
-            cold = self._cold.with_full_index(cold)
             index = replace(cold.index, matrix=matrix, has_vector=has_vector)
             full = replace(
                 cold,

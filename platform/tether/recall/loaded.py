@@ -66,6 +66,7 @@ NEVER_EXPIRES = int(np.iinfo(np.int64).max)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 _MEMORY_TYPE = attrgetter("memory_type")
+_LAYER = attrgetter("layer")
 _IS_SUMMARY = partial(eq, "summary")
 
 
@@ -129,8 +130,34 @@ class LoadedPartition:
     similarity: Vector | None = None
     row_versions: bytes | None = None
     merged_from: str | None = None
-    lexical_query: tuple[str, ...] | None = None
-    tokens: list[str] | None = None
+
+    def memory_id(self, row: int) -> uuid.UUID:
+        return self.records[row].id
+
+    def allowed(
+        self, types: Sequence[str] | None, layers: Sequence[str] | None
+    ) -> npt.NDArray[np.bool_] | None:
+        """Rows of one of ``types`` and ``layers`` (None: no filter)."""
+        if types is None and layers is None:
+            return None
+        allowed = np.ones(len(self.records), np.bool_)
+        if types is not None:
+            kinds = map(_MEMORY_TYPE, self.records)
+            allowed &= np.fromiter(map(set(types).__contains__, kinds), np.bool_, len(allowed))
+        if layers is not None:
+            found = map(_LAYER, self.records)
+            allowed &= np.fromiter(map(set(layers).__contains__, found), np.bool_, len(allowed))
+        return allowed
+
+    def latest_visible_summary(self, visible: npt.NDArray[np.bool_]) -> int | None:
+        """The row of the newest summary among ``visible`` rows."""
+        latest = self.latest_summary
+        if latest is None or visible[latest]:
+            return latest
+        # Rare: the newest summary is private or expired; the newest the caller may see.
+        records = self.records
+        summaries = (i for i, r in enumerate(records) if visible[i] and r.memory_type == "summary")
+        return max(summaries, key=lambda i: records[i].occurred_at, default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,18 +193,8 @@ def from_columns(
         statistics = columns.built
     else:
         records = _patched(records, columns.built, statistics)
-    recalled = seconds(statistics["last_recalled_at"].astype(np.int64), NEVER_RECALLED, -np.inf)
-    index = PartitionIndex(
-        keys=np.arange(len(records), dtype=np.int64),
-        bm25=columns.bm25,
-        matrix=matrix,
-        has_vector=has_vector,
-        importance=statistics["importance"].astype(np.float64),
-        confidence=statistics["confidence"].astype(np.float64),
-        strength=statistics["strength"].astype(np.float64),
-        # A recall restarts the forgetting curve.
-        reference_time=np.maximum(columns.occurred, recalled),
-        neighbours=columns.neighbours,
+    index = ranking_index(
+        columns.bm25, statistics, columns.occurred, columns.neighbours, has_vector, matrix
     )
     # By C-level iterators: a Python loop over 5,000 records cost a cold read 0.6 ms.
     summaries = compress(count(), map(_IS_SUMMARY, map(_MEMORY_TYPE, records)))
@@ -191,6 +208,31 @@ def from_columns(
         latest_summary=max(summaries, key=lambda i: records[i].occurred_at, default=None),
         similarity=similarity,
         row_versions=row_versions,
+    )
+
+
+def ranking_index(
+    bm25: Bm25Index,
+    statistics: npt.NDArray[np.void],
+    occurred: FloatArray,
+    neighbours: npt.NDArray[np.intp],
+    has_vector: npt.NDArray[np.bool_],
+    matrix: Vector | None = None,
+) -> PartitionIndex:
+    """The ranking view of rows with these columns (``statistics``: ``STATISTICS_ROW``;
+    ``occurred``: POSIX seconds)."""
+    recalled = seconds(statistics["last_recalled_at"].astype(np.int64), NEVER_RECALLED, -np.inf)
+    return PartitionIndex(
+        keys=np.arange(len(statistics), dtype=np.int64),
+        bm25=bm25,
+        matrix=matrix,
+        has_vector=has_vector,
+        importance=statistics["importance"].astype(np.float64),
+        confidence=statistics["confidence"].astype(np.float64),
+        strength=statistics["strength"].astype(np.float64),
+        # A recall restarts the forgetting curve.
+        reference_time=np.maximum(occurred, recalled),
+        neighbours=neighbours,
     )
 
 

@@ -22,6 +22,7 @@ from tether.core.telemetry import annotate, traced
 from tether.providers.base import EmbeddingProvider, ProviderError
 from tether.recall.hot import PartitionStore
 from tether.recall.loaded import LoadedPartition, PartitionRecord
+from tether.recall.query_read import QueryPartition
 from tether.recall.ranker import Explanation, rank
 from tether.recall.reinforcement import ReinforcementBuffer
 from tether.recall.schemas import ExplanationRead, SearchHit
@@ -122,6 +123,7 @@ class Recall:
         include_private: bool = False,
     ) -> Recalled:
         started = time.perf_counter()
+
         embedding = asyncio.ensure_future(self._embed(query))
         tokens = tokenize(query)
         try:
@@ -140,17 +142,25 @@ class Recall:
         ranking_started = time.perf_counter()
         now = datetime.now(UTC)
         visible = _visible(partition, now, include_private)
-        result.hits = self._rank(partition, tokens, vector, k, types, layers, visible, now)
+        ranked = self._rank(partition, tokens, vector, k, types, layers, visible, now)
+        latest = partition.latest_visible_summary(visible)
+        ranked_ms = _ms(ranking_started)
+        wanted = [row for row, _ in ranked] + ([] if latest is None else [latest])
+        records = await self._store.records(self._session, scope, partition, wanted)
+        # A memory that a write made inactive after a query read has no record: it is
+        # left out, as a read a moment later would leave it out.
+        result.hits = [(records[row], e) for row, e in ranked if row in records]
         result.neighbours = {
-            record.id: partition.records[e.neighbour_key].id
-            for record, e in result.hits
-            if e.neighbour_key is not None
+            records[row].id: partition.memory_id(e.neighbour_key)
+            for row, e in ranked
+            if row in records and e.neighbour_key is not None
         }
-        result.latest_summary = _latest_summary(partition, visible)
+        result.latest_summary = None if latest is None else records.get(latest)
         result.timings_ms = {
             "load": loaded,
             "embed": embedded,
-            "rank": _ms(ranking_started),
+            "rank": ranked_ms,
+            "texts": _ms(ranking_started),
             "recall": _ms(started),
         }
         record_recall(result.tier, result.timings_ms)
@@ -166,7 +176,7 @@ class Recall:
     @traced("recall.rank")
     def _rank(
         self,
-        partition: LoadedPartition,
+        partition: LoadedPartition | QueryPartition,
         tokens: list[str],
         vector: npt.NDArray[np.float32] | None,
         k: int,
@@ -174,20 +184,13 @@ class Recall:
         layers: Sequence[str] | None,
         visible: npt.NDArray[np.bool_],
         now: datetime,
-    ) -> list[tuple[PartitionRecord, Explanation]]:
-        if partition.lexical_query is not None and not set(tokens) <= set(
-            partition.lexical_query
-        ):  # its BM25 index holds another query's terms only
+    ) -> list[tuple[int, Explanation]]:
+        if isinstance(partition, QueryPartition) and not set(tokens) <= set(partition.terms):
             raise ValueError("a partition read for one query ranks that query only")
-        records = partition.records
         allowed = visible.copy()
-        if types is not None:
-            allowed &= np.fromiter(
-                (r.memory_type in types for r in records), np.bool_, len(records)
-            )
-        if layers is not None:
-            allowed &= np.fromiter((r.layer in layers for r in records), np.bool_, len(records))
-        ranked = rank(
+        if (chosen := partition.allowed(types, layers)) is not None:
+            allowed &= chosen
+        return rank(
             tokens,
             vector,
             partition.index,
@@ -197,29 +200,13 @@ class Recall:
             similarity=partition.similarity,
             allowed=allowed,
         )
-        return [(records[key], e) for key, e in ranked]
 
 
 def _visible(
-    partition: LoadedPartition, now: datetime, include_private: bool
+    partition: LoadedPartition | QueryPartition, now: datetime, include_private: bool
 ) -> npt.NDArray[np.bool_]:
     """Rows the caller may receive at all: not expired, and private notes only if allowed."""
     visible = partition.expires_at > now.timestamp()
     if not include_private:
         visible &= ~partition.private
     return visible
-
-
-def _latest_summary(
-    partition: LoadedPartition, visible: npt.NDArray[np.bool_]
-) -> PartitionRecord | None:
-    latest = partition.latest_summary
-    if latest is None:
-        return None
-    if visible[latest]:
-        return partition.records[latest]
-    # Rare: the newest summary is private or expired; the newest the caller may see.
-    summaries = [
-        r for i, r in enumerate(partition.records) if visible[i] and r.memory_type == "summary"
-    ]
-    return max(summaries, key=lambda r: r.occurred_at, default=None)
