@@ -38,10 +38,18 @@ AS_SPLIT = (
 
 
 def upgrade() -> None:
-    # Scans memories twice: on a large installation, run it in a maintenance window.
+    # Idempotent: a run that failed in its last step may be repeated.
+    op.execute(f"ALTER TABLE memories DROP CONSTRAINT IF EXISTS {NAME}")
+    # Row locks only; scans the table once.
     op.execute(f"UPDATE memories SET tokens = {AS_SPLIT} WHERE NOT ({CONDITION})")
-    op.execute(f"ALTER TABLE memories ADD CONSTRAINT {NAME} CHECK ({CONDITION})")
+    # NOT VALID: new writes are checked at once, and the exclusive lock this takes is
+    # released at the commit below instead of being held through a scan.
+    op.execute(f"ALTER TABLE memories ADD CONSTRAINT {NAME} CHECK ({CONDITION}) NOT VALID")
+    with op.get_context().autocommit_block():
+        # Scans again under a lock that lets reads and writes go on.
+        op.execute(f"ALTER TABLE memories VALIDATE CONSTRAINT {NAME}")
 
 
 def downgrade() -> None:
+    # Tokens the upgrade rewrote stay rewritten: every reader split them so anyway.
     op.execute(f"ALTER TABLE memories DROP CONSTRAINT {NAME}")

@@ -336,8 +336,11 @@ async def test_a_read_for_one_query_filters_and_finds_summaries_as_a_full_read_d
     visible rows, are the full read's (a kind no code names matches no filter)."""
     scope, _ = await _partition(client, make_tenant, resources)
     odd = _memory(scope, 31, kind="not-a-kind")
+    # Two summaries at the newest summary's moment: the first in partition order wins.
+    ties = [_memory(scope, 17, kind="summary") for _ in range(2)]
     async with resources.sessions() as session, session.begin():
-        await session.execute(INSERT, odd)
+        for row in (odd, *ties):
+            await session.execute(INSERT, row)
     full = await _read(resources, scope, settings, None)
     scoped = await _read_for(resources, scope, settings, None, ["tea"])
     filters: list[list[str] | None] = [None, [], ["fact"], ["summary", "fact"], ["not-a-kind"]]
@@ -361,34 +364,49 @@ async def test_a_read_for_one_query_filters_and_finds_summaries_as_a_full_read_d
     assert scoped.latest_visible_summary(np.ones(len(full.records), np.bool_)) == (
         full.latest_summary
     )
+    newest = [i for i, r in enumerate(full.records) if r.occurred_at == ties[0]["occurred"]]
+    assert full.latest_summary == min(i for i in newest if full.records[i].memory_type == "summary")
 
 
 async def test_the_records_of_a_read_for_one_query_are_the_full_reads(
     settings: Settings, client: Any, make_tenant: Any, resources: Resources
 ) -> None:
-    """Read afterwards, as of the moment the partition was read; a memory made inactive
-    in between has none, and no id reaches a memory outside the partition (another
-    relationship's, an inactive one)."""
+    """Read afterwards, as of the moment the partition was read (a memory that expires
+    in between is still there); a memory made inactive in between has none, and no id
+    reaches a memory outside the partition (another relationship's or tenant's, an
+    inactive one)."""
     scope, others = await _partition(client, make_tenant, resources)
+    _, elsewhere = await _partition(client, make_tenant, resources)  # another tenant
     full = await _read(resources, scope, settings, None)
     scoped = await _read_for(resources, scope, settings, None, ["cello"])
     reader = ColdReader(rank_weights(settings), None, 1)
     rows = [0, 5, 23, 7]
     async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
-        found = await reader.texts(session, scope, scoped, rows)
-        assert await reader.texts(session, scope, scoped, []) == {}
+        found = await reader.records(session, scope, scoped, rows)
+        assert await reader.records(session, scope, scoped, []) == {}
     assert found == {row: full.records[row] for row in rows}
     async with resources.sessions() as session, session.begin():
         await session.execute(
             text("UPDATE memories SET is_active = false WHERE relationship_id = :r AND id = :id"),
             {"r": scope.relationship_id, "id": full.records[5].id},
         )
+        await session.execute(
+            text("UPDATE memories SET expires_at = :at WHERE relationship_id = :r AND id = :id"),
+            {
+                "r": scope.relationship_id,
+                "id": full.records[7].id,
+                "at": scoped.read_at + timedelta(microseconds=1),
+            },
+        )
     async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
-        found = await reader.texts(session, scope, scoped, rows)
-    assert found == {row: full.records[row] for row in (0, 23, 7)}
-    foreign = replace(scoped, keys=b"".join(other.bytes for other in others))
+        found = await reader.records(session, scope, scoped, rows)
+    assert set(found) == {0, 23, 7}
+    assert found[7].content == full.records[7].content
+    assert found[7].expires_at == scoped.read_at + timedelta(microseconds=1)
+    outside = [*others, *elsewhere]
+    foreign = replace(scoped, keys=b"".join(other.bytes for other in outside))
     async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
-        assert await reader.texts(session, scope, foreign, range(len(others))) == {}
+        assert await reader.records(session, scope, foreign, range(len(outside))) == {}
 
 
 async def test_stored_tokens_must_be_words(

@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import start_worker, stop_worker
 from tests.integration.test_knowledge_indexing import settled
+from tether.core.settings import Settings
 from tether.providers.offline import load_model
 
 pytestmark = [pytest.mark.integration, pytest.mark.worker]
@@ -21,6 +22,16 @@ FAQ = (
     "The kettle switches itself off when the water boils.\n\n"
     "水壶在水烧开后会自动断电。"
 )
+
+
+@pytest.fixture(scope="module")
+def settings(settings: Settings) -> Settings:
+    """Deadlines far off: here a slow query embedding or search (the worker starting and
+    indexing on the same cores) must not degrade the answer; the deadlines themselves are
+    tested in test_recall_degradation.py and test_knowledge_context.py."""
+    embedding = settings.embedding.model_copy(update={"query_timeout_ms": 10_000})
+    knowledge = settings.knowledge.model_copy(update={"query_timeout_ms": 10_000})
+    return settings.model_copy(update={"embedding": embedding, "knowledge": knowledge})
 
 
 @pytest.fixture(scope="module")

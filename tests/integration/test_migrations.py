@@ -73,6 +73,8 @@ def test_tokens_that_are_not_words_are_brought_to_the_form_every_reader_split_th
         (["green tea", "cello"], ["green", "tea", "cello"], False),
         (["猫", "", None, "tea  pot"], ["猫", "tea", "pot"], False),
         ([""], [], False),
+        (["z y x", "w"], ["z", "y", "x", "w"], False),
+        ([["b a", "c"], ["d", ""]], ["b", "a", "c", "d"], False),
         ([], [], True),
         (["喜欢", "cat"], ["喜欢", "cat"], True),
     ]

@@ -8,8 +8,11 @@ each memory and only those numbers come back):
   their ids, distances and recall statistics (always taken from the rows). Memories the
   snapshot does not hold, or that a write since recorded in its ``changed``, are read
   from their rows and merged in (decision 0014).
-- from rows: every active memory with its tokens, indexed here (for a request, only
-  the terms of its query; the fill indexes every term after the response).
+- for a query (a request, when there is no usable snapshot): what ranking that query
+  needs of every memory, without the texts, and afterwards the records of the memories
+  the ranking returns (query_read.py, decision 0017);
+- from rows: every active memory with its tokens, indexed here (the fill after a read
+  for a query, snapshot rebuilds).
 
 Both read a partition as one row of aggregates (wire.py, decision 0015).
 
@@ -72,7 +75,13 @@ from tether.recall.loaded import (
 )
 from tether.recall.models import PartitionSnapshot
 from tether.recall.partition import neighbour_table
-from tether.recall.query_read import MEMORY_LAYERS, MEMORY_TYPES, QueryPartition, QueryRead
+from tether.recall.query_read import (
+    MEMORY_LAYERS,
+    MEMORY_TYPES,
+    QueryPartition,
+    QueryRead,
+    RankedPartition,
+)
 from tether.recall.weights import RankWeights
 
 log = logging.getLogger(__name__)
@@ -247,9 +256,9 @@ class ColdReader:
         query_vector: Awaitable[Vector | None],
         version: str,
         terms: Sequence[str],
-    ) -> LoadedPartition | QueryPartition:
+    ) -> RankedPartition:
         """The partition from its snapshot, as ``read`` reads it, or else what ranking
-        ``terms`` needs of its rows (query_read.py; :meth:`texts` reads the records of
+        ``terms`` needs of its rows (query_read.py; :meth:`records` reads the records of
         the memories the ranking returns)."""
         read, found = await self._from_stored_snapshot(session, scope, query_vector, version)
         return found if found is not None else await self._for_query(read, version, terms)
@@ -441,7 +450,7 @@ class ColdReader:
         values = await read.one(self._query_rows[read.has_query], **wanted)
         return self._query_read.partition(values, tuple(terms), version, read.now, read.has_query)
 
-    async def texts(
+    async def records(
         self,
         session: AsyncSession,
         scope: RelationshipScope,

@@ -44,7 +44,7 @@ from tether.recall import encoding
 from tether.recall.cold import ColdReader
 from tether.recall.loaded import LoadedPartition, PartitionRecord, Vector
 from tether.recall.local import LocalCopies, LocalCopy
-from tether.recall.query_read import QueryPartition
+from tether.recall.query_read import QueryPartition, RankedPartition
 from tether.recall.weights import RankWeights
 
 log = logging.getLogger(__name__)
@@ -143,7 +143,7 @@ class PartitionStore:
         scope: RelationshipScope,
         query_vector: Awaitable[Vector | None],
         query_tokens: Sequence[str],
-    ) -> tuple[LoadedPartition | QueryPartition, bool]:
+    ) -> tuple[RankedPartition, bool]:
         """The partition to rank the query of ``query_tokens`` with, and whether Redis
         was unavailable (the read went to Postgres).
 
@@ -255,14 +255,14 @@ class PartitionStore:
         self,
         session: AsyncSession,
         scope: RelationshipScope,
-        partition: LoadedPartition | QueryPartition,
+        partition: RankedPartition,
         rows: Sequence[int],
     ) -> dict[int, PartitionRecord]:
         """The records of ``rows`` of a partition :meth:`load` returned (read from
         Postgres for a ``QueryPartition``: a row a write has made inactive since has
         none)."""
         if isinstance(partition, QueryPartition):
-            return await self._cold.texts(session, scope, partition, rows)
+            return await self._cold.records(session, scope, partition, rows)
         return {row: partition.records[row] for row in rows}
 
     def _remember(self, scope: RelationshipScope, partition: LoadedPartition) -> None:
@@ -298,9 +298,7 @@ class PartitionStore:
             blob, version, "hot", window, has_vector=blob.has_vectors(), matrix=blob.matrix()
         )
 
-    def _fill_later(
-        self, scope: RelationshipScope, cold: LoadedPartition | QueryPartition, blob_key: str
-    ) -> None:
+    def _fill_later(self, scope: RelationshipScope, cold: RankedPartition, blob_key: str) -> None:
         key = (scope.tenant_id, scope.relationship_id)
         if self._sessions is None or key in self._filling:
             return
@@ -321,7 +319,7 @@ class PartitionStore:
         self,
         sessions: async_sessionmaker[AsyncSession],
         scope: RelationshipScope,
-        found: LoadedPartition | QueryPartition,
+        found: RankedPartition,
         blob_key: str,
     ) -> None:
         """Complete a cold read with the partition's vectors (read for one query: read

@@ -16,9 +16,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
-from operator import is_not
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +27,7 @@ from tether.recall.bm25 import Bm25Index, Bm25Params
 from tether.recall.loaded import (
     NEVER_EXPIRES,
     FloatArray,
+    LoadedPartition,
     Vector,
     ranking_index,
     seconds,
@@ -40,7 +39,6 @@ from tether.recall.partition import PartitionIndex, neighbour_table
 MEMORY_TYPES = tuple(MemoryType)
 MEMORY_LAYERS = tuple(MemoryLayer)
 _SUMMARY = 1 + MEMORY_TYPES.index(MemoryType.SUMMARY)
-_IS_SENT = partial(is_not, None)
 
 
 def _codes(values: Sequence[str], known: Sequence[str]) -> list[int]:
@@ -91,6 +89,10 @@ class QueryPartition:
         return _latest_summary(self.kinds, self.occurred, visible)
 
 
+# What PartitionStore.load returns for a request to rank.
+RankedPartition: TypeAlias = LoadedPartition | QueryPartition
+
+
 def _latest_summary(
     kinds: npt.NDArray[np.int16], occurred: npt.NDArray[np.int64], among: npt.NDArray[np.bool_]
 ) -> int | None:
@@ -122,7 +124,8 @@ class QueryRead:
         sessions, tokens = list(values[1] or ()), list(values[2] or ())
         if len(sessions) != len(rows) or len(tokens) != len(rows):
             raise ValueError("the arrays read are not those of the rows")
-        matched = np.flatnonzero(np.fromiter(map(_IS_SENT, tokens), np.bool_, len(tokens)))
+        # A memory's tokens are sent if it holds a query word; NULL (None) otherwise.
+        matched = np.flatnonzero([t is not None for t in tokens])
         split = [wire.split_tokens(tokens[i]) for i in matched.tolist()]
         lengths = rows["length"].astype(np.int64)
         bm25 = Bm25Index.for_query(lengths, matched, split, terms, self.params)

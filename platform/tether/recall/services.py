@@ -21,8 +21,8 @@ from tether.core.settings import Settings
 from tether.core.telemetry import annotate, traced
 from tether.providers.base import EmbeddingProvider, ProviderError
 from tether.recall.hot import PartitionStore
-from tether.recall.loaded import LoadedPartition, PartitionRecord
-from tether.recall.query_read import QueryPartition
+from tether.recall.loaded import PartitionRecord
+from tether.recall.query_read import QueryPartition, RankedPartition
 from tether.recall.ranker import Explanation, rank
 from tether.recall.reinforcement import ReinforcementBuffer
 from tether.recall.schemas import ExplanationRead, SearchHit
@@ -145,10 +145,14 @@ class Recall:
         ranked = self._rank(partition, tokens, vector, k, types, layers, visible, now)
         latest = partition.latest_visible_summary(visible)
         ranked_ms = _ms(ranking_started)
+        texts_started = time.perf_counter()
         wanted = [row for row, _ in ranked] + ([] if latest is None else [latest])
         records = await self._store.records(self._session, scope, partition, wanted)
-        # A memory that a write made inactive after a query read has no record: it is
-        # left out, as a read a moment later would leave it out.
+        # Read after the ranking for a query read: a memory that a write made inactive
+        # since has no record, and one a write moved out of what the caller asked for
+        # or may see is dropped; both are left out, as a read a moment later would.
+        allowed = _Allowed(now, include_private, types, layers)
+        records = {row: record for row, record in records.items() if allowed(record)}
         result.hits = [(records[row], e) for row, e in ranked if row in records]
         result.neighbours = {
             records[row].id: partition.memory_id(e.neighbour_key)
@@ -160,7 +164,7 @@ class Recall:
             "load": loaded,
             "embed": embedded,
             "rank": ranked_ms,
-            "texts": _ms(ranking_started),
+            "texts": _ms(texts_started),
             "recall": _ms(started),
         }
         record_recall(result.tier, result.timings_ms)
@@ -176,7 +180,7 @@ class Recall:
     @traced("recall.rank")
     def _rank(
         self,
-        partition: LoadedPartition | QueryPartition,
+        partition: RankedPartition,
         tokens: list[str],
         vector: npt.NDArray[np.float32] | None,
         k: int,
@@ -202,8 +206,27 @@ class Recall:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class _Allowed:
+    """Whether the caller may receive a record: the test ``_visible`` and the filters
+    apply to a partition's rows, applied to the record itself."""
+
+    now: datetime
+    include_private: bool
+    types: Sequence[str] | None
+    layers: Sequence[str] | None
+
+    def __call__(self, record: PartitionRecord) -> bool:
+        return (
+            (record.expires_at is None or record.expires_at > self.now)
+            and (self.include_private or not record.private_to_creator)
+            and (self.types is None or record.memory_type in self.types)
+            and (self.layers is None or record.layer in self.layers)
+        )
+
+
 def _visible(
-    partition: LoadedPartition | QueryPartition, now: datetime, include_private: bool
+    partition: RankedPartition, now: datetime, include_private: bool
 ) -> npt.NDArray[np.bool_]:
     """Rows the caller may receive at all: not expired, and private notes only if allowed."""
     visible = partition.expires_at > now.timestamp()
