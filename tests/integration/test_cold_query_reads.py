@@ -119,14 +119,20 @@ async def test_the_context_of_a_cold_read_for_one_query_is_the_hot_copys(
     the one before it for the gateway."""
     tenant = await make_tenant()
     rid = await _relationship(client, tenant)
-    body = {"relationship_id": rid, "query": "cello 火锅", "recent_turns": 0}
     summaries = {"gateway": "用户最近在学大提琴", "creator": "Private summary"}
-    for role, summary in summaries.items():
-        headers = await tenant.key(role, "c-1" if role == "creator" else None)
-        cold, hot = await _cold_then_hot(client, resources, headers, rid, "/v1/context", body)
-        assert cold["context"] == hot["context"]
-        assert summary in cold["context"]
-        assert [i["id"] for i in cold["items"]] == [i["id"] for i in hot["items"]]
-        if role == "gateway":
-            assert "Private summary" not in cold["context"]
-            assert "says the creator" not in cold["context"]
+    for query in ("cello 火锅", "zebra crossing at night"):  # the second recalls nothing
+        body = {"relationship_id": rid, "query": query, "recent_turns": 0}
+        for role, summary in summaries.items():
+            headers = await tenant.key(role, "c-1" if role == "creator" else None)
+            path = "/v1/context"
+            cold, hot = await _cold_then_hot(client, resources, headers, rid, path, body)
+            assert cold["context"] == hot["context"]
+            assert summary in cold["context"]
+            assert [i["id"] for i in cold["items"]] == [i["id"] for i in hot["items"]]
+            if role == "gateway":
+                assert "Private summary" not in cold["context"]
+                assert "says the creator" not in cold["context"]
+            if query.startswith("zebra"):  # the summary is there as the latest, not a hit
+                latest = [i for i in cold["items"] if i["reason"] == "latest session summary"]
+                assert len(latest) == 1
+                assert summary in latest[0]["text"]
