@@ -175,3 +175,21 @@ async def test_work_after_the_response_runs_when_sending_fails() -> None:
         await after_response_middleware(app)(HTTP_SCOPE, _receive, send)
     await asyncio.sleep(0.01)
     assert events == ["work"]
+
+
+async def test_drain_waits_for_the_background_work_running_now() -> None:
+    finished: list[str] = []
+
+    async def work(name: str, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+        finished.append(name)
+
+    async def failing() -> None:
+        raise RuntimeError("logged, not raised by drain")
+
+    spawn(work("slow", 0.05), "test work")
+    spawn(work("fast", 0.0), "test work")
+    spawn(failing(), "test work")
+    await background.drain()
+    assert sorted(finished) == ["fast", "slow"]
+    await background.drain()  # nothing running: returns at once

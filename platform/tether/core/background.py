@@ -66,3 +66,11 @@ def spawn(
 
     task.add_done_callback(done)
     return task
+
+
+async def drain() -> None:
+    """Wait for the background work of this event loop that is running now (tests, and
+    before shutdown)."""
+    loop = asyncio.get_running_loop()
+    running = [task for task in _running if task.get_loop() is loop and not task.done()]
+    await asyncio.gather(*running, return_exceptions=True)
