@@ -31,11 +31,13 @@ Server-Timing): p50/p95/p99 of /search and /v1/context for
   is read from it (tier "snapshot"), as after an eviction from Redis;
 - cold after writes (large only): before each read, a write like an extraction's (three
   memories added at random places in the partition's time order, one superseded)
-  committed straight to Postgres, so no writer rebuilds the snapshot: it is completed
-  with the memories written since it was built (decision 0014, tier "snapshot"), and
-  the background fill then stores the completed snapshot in its place;
+  committed straight to Postgres, so no writer rebuilds the snapshot: the request reads
+  the rows for its query (decision 0017, tier "cold"), and the background fill completes
+  the snapshot with the memories written since it was built (decision 0014) and stores
+  it in its place;
 - cold from rows (large only): the snapshot deleted too, as for a partition that never
-  had one or after more changes than a snapshot records (tier "cold");
+  had one or after more changes than a snapshot records: the request reads the rows for
+  its query (tier "cold"), the fill reads every row;
 - a cold-large burst: every large relationship invalidated at once, then read back to
   back at c=1, so each read competes with the fills the earlier ones started;
 for small (5-50 memories) and large relationships; then /v1/context throughput at

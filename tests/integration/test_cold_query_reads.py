@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.snapshot_support import drop_snapshot, evict, settings
+from tests.snapshot_support import drop_snapshot, evict, settings, wait_for_snapshot
 from tests.support import resolve_body, wait_for_hot_copy
 
 pytestmark = pytest.mark.integration
@@ -42,7 +42,7 @@ QUERIES: list[dict[str, Any]] = [
 ]
 
 
-async def _relationship(client: Any, tenant: Any) -> str:
+async def _relationship(client: Any, tenant: Any, resources: Any) -> str:
     """A relationship whose memories the creator wrote, some of them private notes (the
     second summary is the newest and private)."""
     creator, gateway = await tenant.key("creator", "c-1"), await tenant.key("gateway")
@@ -57,6 +57,7 @@ async def _relationship(client: Any, tenant: Any) -> str:
         f"/v1/relationships/{rid}/memories/batch", json={"memories": memories}, headers=creator
     )
     assert created.status_code == 200, created.text
+    await wait_for_snapshot(resources, rid)  # the batch's rebuild, out of the way
     return rid
 
 
@@ -96,7 +97,7 @@ async def test_a_cold_read_for_one_query_answers_as_the_hot_copy_does(
     client: Any, make_tenant: Any, resources: Any
 ) -> None:
     tenant = await make_tenant()
-    rid = await _relationship(client, tenant)
+    rid = await _relationship(client, tenant, resources)
     path = f"/v1/relationships/{rid}/search"
     for role in ("gateway", "creator"):
         headers = await tenant.key(role, "c-1" if role == "creator" else None)
@@ -118,7 +119,7 @@ async def test_the_context_of_a_cold_read_for_one_query_is_the_hot_copys(
     """Including the newest summary the caller may see: the private one for the creator,
     the one before it for the gateway."""
     tenant = await make_tenant()
-    rid = await _relationship(client, tenant)
+    rid = await _relationship(client, tenant, resources)
     summaries = {"gateway": "用户最近在学大提琴", "creator": "Private summary"}
     for query in ("cello 火锅", "zebra crossing at night"):  # the second recalls nothing
         body = {"relationship_id": rid, "query": query, "recent_turns": 0}

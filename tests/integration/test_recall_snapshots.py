@@ -6,11 +6,14 @@ changed). How snapshots are stored and completed: test_recall_snapshot_store.py.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
+from celery import Celery
 from sqlalchemy import text
 
+from tests.conftest import start_worker, stop_worker
 from tests.snapshot_support import (
     CHANGES,
     DROPPING,
@@ -26,6 +29,7 @@ from tests.snapshot_support import (
     wait_for_snapshot,
 )
 from tests.support import resolve_body, wait_for_hot_copy
+from tether.core.redis_client import broker_url
 
 pytestmark = pytest.mark.integration
 
@@ -172,20 +176,24 @@ async def test_the_trigger_records_a_change_or_drops_the_snapshot_if_text_change
         result = await session.execute(text(CHANGES[change]), {"id": ids[0]})
         written = str(result.scalar_one()) if change == "insert" else ids[0]
     recorded = await changed(resources, rid)
-    found = await search(client, headers, rid, "cello quartet another changed")
-    contents = [r["content"] for r in found["results"]]
-    if change in DROPPING:
-        assert recorded is None
-        # Read from rows, and the snapshot is stored again by the background fill.
-        assert found["tier"] == "cold"
-        await wait_for_snapshot(resources, rid)
-    else:
-        assert recorded == [written]
-        # Completed from the row the write changed (decision 0014).
-        assert found["tier"] == "snapshot"
+    assert recorded == (None if change in DROPPING else [written])
+    # A request reads the rows for its query (no clean snapshot, decision 0017). Its
+    # fill stores the snapshot again: read from rows if the write dropped it, else
+    # completed from the row the write changed (decision 0014); the next cold read
+    # reads that snapshot.
+    query = "cello quartet another changed"
+    found = await search(client, headers, rid, query)
+    assert found["tier"] == "cold"
+    await wait_for_hot_copy(resources.redis, rid)
+    await wait_for_snapshot(resources, rid)
+    await evict(resources, rid)
+    again = await search(client, headers, rid, query)
+    assert again["tier"] == "snapshot"
     gone = {"content", "hard delete", "deactivate", "soft delete", "private"}
-    assert (MEMORIES[0] in contents) == (change not in gone)
-    assert ("another" in contents) == (change == "insert")
+    for answer in (found, again):
+        contents = [r["content"] for r in answer["results"]]
+        assert (MEMORIES[0] in contents) == (change not in gone)
+        assert ("another" in contents) == (change == "insert")
 
 
 async def test_recall_statistics_keep_the_snapshot_and_are_read_from_the_rows(
@@ -228,3 +236,52 @@ async def test_recall_statistics_keep_the_snapshot_and_are_read_from_the_rows(
 
     assert climbing(from_snapshot)["importance"] > climbing(before)["importance"]
     assert climbing(from_snapshot)["decay"] < climbing(before)["decay"]
+
+
+@pytest.fixture(scope="module")
+def worker(settings):  # type: ignore[no-untyped-def]
+    """A real worker that snapshots partitions of three memories or more, as the API does."""
+    process = start_worker(settings, {"TETHER_RECALL__SNAPSHOT_MIN_MEMORIES": "3"})
+    yield process
+    stop_worker(process)
+
+
+@pytest.mark.worker
+async def test_an_expiry_sweep_rebuilds_the_snapshots_whose_memories_it_expired(
+    settings, client, make_tenant, resources, worker
+) -> None:
+    """The worker's sweep records each expiry in the snapshot (or drops it past 256
+    changes) and rebuilds it afterwards, as after an extraction: nothing else would
+    before the next cold read."""
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid, ids = await large(client, headers, "snap-expiry")
+    await wait_for_snapshot(resources, rid)
+    async with resources.sessions() as session, session.begin():
+        # Due now; expiry times are statistics, which the trigger does not record.
+        await session.execute(
+            text("UPDATE memories SET expires_at = now() - interval '1 second' WHERE id = :id"),
+            {"id": ids[0]},
+        )
+    assert await changed(resources, rid) == []
+    sender = Celery("test-sender", broker=broker_url(settings.require_redis_url()))
+    # workers.app.EXPIRY_TASK (importing workers builds its Celery app from the env).
+    sender.send_task("memories.expire")
+    deadline = time.monotonic() + 30
+    while await _active(resources, ids[0]):  # expired by the sweep
+        assert time.monotonic() < deadline, "the sweep did not run"
+        await asyncio.sleep(0.05)
+    await wait_for_snapshot(resources, rid)  # recorded by the sweep, then rebuilt
+    assert await changed(resources, rid) == []
+    await evict(resources, rid)
+    found = await search(client, headers, rid, "cello quartet")
+    assert found["tier"] == "snapshot"
+    assert MEMORIES[0] not in [r["content"] for r in found["results"]]
+
+
+async def _active(resources: Any, memory_id: str) -> bool:
+    async with resources.sessions() as session:
+        found = await session.scalar(
+            text("SELECT is_active FROM memories WHERE id = :id"), {"id": memory_id}
+        )
+    return bool(found)

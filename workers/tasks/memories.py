@@ -20,10 +20,21 @@ from tether.turns.sessions import EXTRACT_TASK
 from tether.turns.working_memory import WorkingMemory
 from workers.app import EXPIRY_TASK, app, settings_of
 from workers.runtime import run
-from workers.services import services_for
+from workers.services import WorkerServices, services_for
 from workers.tasks.turns import scope_of
 
 log = logging.getLogger(__name__)
+
+
+async def _rebuild_snapshot(
+    services: WorkerServices, resources: Resources, scope: RelationshipScope
+) -> None:
+    """After this worker's writes to ``scope`` committed: a failure here (a cache) must
+    not fail the task."""
+    try:
+        await services.partitions.refresh_snapshot(resources.sessions, scope)
+    except Exception:
+        log.exception("partition snapshot of %s not rebuilt", scope.relationship_id)
 
 
 async def _extract(
@@ -39,13 +50,9 @@ async def _extract(
             resources.settings,
             services.chat,
         ).run(session_id)
-    # The extraction's writes dropped a large partition's snapshot: rebuild it now, so
-    # the relationship's next cold read does not index its rows. The extraction has
-    # committed; a failure here (a cache) must not fail the task.
-    try:
-        await services.partitions.refresh_snapshot(resources.sessions, scope)
-    except Exception:
-        log.exception("partition snapshot not rebuilt after an extraction")
+    # The extraction's writes recorded changes in a large partition's snapshot (or
+    # dropped it): rebuild it now, so the relationship's next cold read can use it.
+    await _rebuild_snapshot(services, resources, scope)
     if report.status in ("extracted", "raw_only"):
         try:
             await WorkingMemory(resources.redis).drop_session(scope, session_id)
@@ -105,7 +112,18 @@ def reinforce_batch(entries: list[Entry]) -> int:
 
 async def _expire(resources: Resources) -> int:
     services = services_for(resources)
-    return await expire_due(resources.sessions, services.partitions.invalidate, datetime.now(UTC))
+    expired: set[RelationshipScope] = set()
+
+    async def invalidate(scope: RelationshipScope) -> None:
+        expired.add(scope)
+        await services.partitions.invalidate(scope)
+
+    count = await expire_due(resources.sessions, invalidate, datetime.now(UTC))
+    # Expiries are recorded in large partitions' snapshots, or drop them past 256:
+    # rebuilt here, as after an extraction (nothing else would before a cold read).
+    for scope in expired:
+        await _rebuild_snapshot(services, resources, scope)
+    return count
 
 
 @app.task(name=EXPIRY_TASK)

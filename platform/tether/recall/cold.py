@@ -227,9 +227,14 @@ class ColdReader:
             has: wire.for_query(d, MEMORY_TYPES, MEMORY_LAYERS) for has, d in distance.items()
         }
         self._checks = {has: self._check(d) for has, d in distance.items()}
-        self._fetch = self._snapshot_of(
-            PartitionSnapshot.body, _snapshot_version(), PartitionSnapshot.changed
-        )
+        version, changed = _snapshot_version(), PartitionSnapshot.changed
+        self._fetch = {
+            False: self._snapshot_of(PartitionSnapshot.body, version, changed),
+            # The body of a snapshot without recorded changes only (read_for_query).
+            True: self._snapshot_of(
+                case((func.cardinality(changed) == 0, PartitionSnapshot.body)), version, changed
+            ),
+        }
         still = self._snapshot_of(_snapshot_version()).scalar_subquery()
         wanted = [Memory.id == any_(_WANTED)]
         self._unrecorded_rows = wire.aggregated(literal(None), where=wanted, also=(still,))
@@ -245,7 +250,7 @@ class ColdReader:
     ) -> LoadedPartition:
         """The whole partition, ranked with ``query_vector`` (awaited after the snapshot
         is fetched, so fetching overlaps the query's embedding)."""
-        read, found = await self._from_stored_snapshot(session, scope, query_vector, version)
+        read, found = await self._from_snapshot_of(session, scope, query_vector, version)
         return found if found is not None else await self._from_rows(read, version)
 
     @traced("recall.cold")
@@ -257,10 +262,13 @@ class ColdReader:
         version: str,
         terms: Sequence[str],
     ) -> RankedPartition:
-        """The partition from its snapshot, as ``read`` reads it, or else what ranking
-        ``terms`` needs of its rows (query_read.py; :meth:`records` reads the records of
-        the memories the ranking returns)."""
-        read, found = await self._from_stored_snapshot(session, scope, query_vector, version)
+        """The partition from its snapshot if that has no recorded changes, as ``read``
+        reads it, or else what ranking ``terms`` needs of its rows (query_read.py;
+        :meth:`records` reads the records of the memories the ranking returns). Cheaper
+        than completing a snapshot with its changes (decision 0017)."""
+        read, found = await self._from_snapshot_of(
+            session, scope, query_vector, version, clean_only=True
+        )
         return found if found is not None else await self._for_query(read, version, terms)
 
     async def read_whole(
@@ -269,23 +277,25 @@ class ColdReader:
         """The whole partition, without distances (to keep or store it)."""
         return await self.read(session, scope, _no_query(), version)
 
-    async def _from_stored_snapshot(
+    async def _from_snapshot_of(
         self,
         session: AsyncSession,
         scope: RelationshipScope,
         query_vector: Awaitable[Vector | None],
         version: str,
+        *,
+        clean_only: bool = False,
     ) -> tuple[_Read, LoadedPartition | None]:
         """The read's statements, and the partition from its snapshot if it has a usable
-        one."""
+        one (``clean_only``: without recorded changes)."""
         # Core execution on the request's connection: the ORM's per-row bookkeeping was
         # a third of the time here, and a second connection per request deadlocked a
         # full pool.
         connection = await session.connection()
         now = datetime.now(UTC)
-        fetched = await connection.execute(self._fetch, wire.partition_params(scope, now))
-        stored = fetched.first()
-        snapshot = None if stored is None else encoding.decode(stored[0])
+        params = wire.partition_params(scope, now)
+        stored = (await connection.execute(self._fetch[clean_only], params)).first()
+        snapshot = None if stored is None or stored[0] is None else encoding.decode(stored[0])
         vector = await query_vector
         read = _Read.of(connection, scope, now, vector)
         if stored is None or snapshot is None:
