@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -19,6 +21,7 @@ from tether.app import bind_resources, create_app, with_outer_middleware
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
 from tether.recall.loaded import LoadedPartition
+from tether.recall.query_read import QueryPartition
 
 # Memories of one relationship in English and Chinese, for the snapshot tests.
 MIXED_MEMORIES = [
@@ -104,6 +107,29 @@ def stalled_redis() -> Iterator[str]:
         listener.close()
 
 
+def assert_same_ranking_columns(
+    served: LoadedPartition | QueryPartition, rows: LoadedPartition
+) -> None:
+    """Every per-memory column a ranking reads, but the BM25 index and similarities."""
+    a, b = served.index, rows.index
+    for column in ("keys", "has_vector", "importance", "confidence", "strength", "neighbours"):
+        assert np.array_equal(getattr(a, column), getattr(b, column)), column
+    assert np.array_equal(a.reference_time, b.reference_time)
+    assert np.array_equal(served.expires_at, rows.expires_at)
+    assert np.array_equal(served.private, rows.private)
+
+
+def load_migration(file_name: str) -> ModuleType:
+    """A migration module of migrations/versions, to read its constants."""
+    path = Path(__file__).parents[1] / "migrations" / "versions" / file_name
+    spec = importlib.util.spec_from_file_location(f"migration_{path.stem}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def assert_same_partition(
     served: LoadedPartition,
     rows: LoadedPartition,
@@ -115,12 +141,7 @@ def assert_same_partition(
     similarities (``with_vectors``: read with a query vector, of memories that all have
     one), and BM25 scores for ``queries``."""
     assert served.records == rows.records
-    a, b = served.index, rows.index
-    for column in ("keys", "has_vector", "importance", "confidence", "strength", "neighbours"):
-        assert np.array_equal(getattr(a, column), getattr(b, column)), column
-    assert np.array_equal(a.reference_time, b.reference_time)
-    assert np.array_equal(served.expires_at, rows.expires_at)
-    assert np.array_equal(served.private, rows.private)
+    assert_same_ranking_columns(served, rows)
     assert served.latest_summary == rows.latest_summary
     if not with_vectors:
         assert served.similarity is None
@@ -130,4 +151,4 @@ def assert_same_partition(
         assert rows.similarity is not None
         assert np.array_equal(served.similarity, rows.similarity)
     for query in queries:
-        assert np.array_equal(a.bm25.scores(query), b.bm25.scores(query)), query
+        assert np.array_equal(served.index.bm25.scores(query), rows.index.bm25.scores(query)), query

@@ -20,7 +20,12 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from tenancy.ids import RelationshipId, RelationshipScope
-from tests.support import MIXED_MEMORIES, assert_same_partition, resolve_body
+from tests.support import (
+    MIXED_MEMORIES,
+    assert_same_partition,
+    assert_same_ranking_columns,
+    resolve_body,
+)
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
@@ -293,19 +298,14 @@ async def _read_for(
 def _assert_ranks_as(scoped: QueryPartition, full: LoadedPartition, words: list[str]) -> None:
     """``scoped`` holds every ranking column of ``full`` and scores ``words`` (and each
     of its words) bit for bit as ``full`` does."""
-    a, b = scoped.index, full.index
-    for column in ("keys", "has_vector", "importance", "confidence", "strength", "neighbours"):
-        assert np.array_equal(getattr(a, column), getattr(b, column)), column
-    assert np.array_equal(a.reference_time, b.reference_time)
-    assert np.array_equal(scoped.expires_at, full.expires_at)
-    assert np.array_equal(scoped.private, full.private)
+    assert_same_ranking_columns(scoped, full)
     if full.similarity is None:
         assert scoped.similarity is None
     else:
         assert scoped.similarity is not None
         assert np.array_equal(scoped.similarity, full.similarity)
     for query in [words, *([w] for w in words)]:
-        assert np.array_equal(a.bm25.scores(query), b.bm25.scores(query)), query
+        assert np.array_equal(scoped.index.bm25.scores(query), full.index.bm25.scores(query))
     assert scoped.keys == b"".join(r.key for r in full.records)
     assert [scoped.memory_id(i) for i in range(len(full.records))] == [r.id for r in full.records]
 

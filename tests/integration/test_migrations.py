@@ -1,9 +1,6 @@
 """Migrations run on a real database, both ways, and match the models."""
 
 import asyncio
-import importlib.util
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -11,6 +8,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from tests.support import load_migration
 from tether.core.database import async_url
 from tether.core.settings import Settings
 from tether.memories.models import TOKENS_ARE_WORDS
@@ -52,22 +50,12 @@ def test_models_and_migrations_agree(settings: Settings) -> None:
     assert _schema_diff(settings.require_database_url()) == []
 
 
-def _migration_0010() -> ModuleType:
-    path = Path(__file__).parents[2] / "migrations/versions/0010_tokens_are_words.py"
-    spec = importlib.util.spec_from_file_location("migration_0010", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_tokens_that_are_not_words_are_brought_to_the_form_every_reader_split_them_in(
     settings: Settings,
 ) -> None:
     """What migration 0010 does to rows written before its constraint: their tokens as
     every reader already split them, empty ones dropped; words stay as they are."""
-    migration = _migration_0010()
+    migration = load_migration("0010_tokens_are_words.py")
     assert migration.CONDITION == TOKENS_ARE_WORDS
     cases = [
         (["green tea", "cello"], ["green", "tea", "cello"], False),

@@ -4,31 +4,19 @@ every column a snapshot holds."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 import msgspec
 
+from tests.support import load_migration
 from tether.recall import cold
 from tether.recall.loaded import STATISTICS, PartitionRecord
 
-MIGRATION = Path(__file__).parents[2] / "migrations" / "versions" / "0009_snapshot_changes.py"
+MIGRATION = "0009_snapshot_changes.py"
 # PartitionRecord fields read from a column of another name.
 COLUMN_OF = {"key": "id", "group": "source_session_id"}
 
 
-def _migration() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("migration_0009", MIGRATION)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_trigger_and_the_reader_share_the_lock_and_the_columns() -> None:
-    migration = _migration()
+    migration = load_migration(MIGRATION)
     assert (migration.LOCK_CLASS, migration.LOCK_BUCKETS) == (cold.LOCK_CLASS, cold.LOCK_BUCKETS)
     assert migration.MAX_CHANGES == cold.MAX_CHANGES
     assert tuple(migration.SNAPSHOT_COLUMNS) == cold.SNAPSHOT_COLUMNS
