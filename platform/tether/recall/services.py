@@ -123,7 +123,6 @@ class Recall:
         include_private: bool = False,
     ) -> Recalled:
         started = time.perf_counter()
-
         embedding = asyncio.ensure_future(self._embed(query))
         tokens = tokenize(query)
         try:
@@ -146,20 +145,8 @@ class Recall:
         latest = partition.latest_visible_summary(visible)
         ranked_ms = _ms(ranking_started)
         texts_started = time.perf_counter()
-        wanted = [row for row, _ in ranked] + ([] if latest is None else [latest])
-        records = await self._store.records(self._session, scope, partition, wanted)
-        # Read after the ranking for a query read: a memory that a write made inactive
-        # since has no record, and one a write moved out of what the caller asked for
-        # or may see is dropped; both are left out, as a read a moment later would.
         allowed = _Allowed(now, include_private, types, layers)
-        records = {row: record for row, record in records.items() if allowed(record)}
-        result.hits = [(records[row], e) for row, e in ranked if row in records]
-        result.neighbours = {
-            records[row].id: partition.memory_id(e.neighbour_key)
-            for row, e in ranked
-            if row in records and e.neighbour_key is not None
-        }
-        result.latest_summary = None if latest is None else records.get(latest)
+        await self._read_results(result, scope, partition, ranked, latest, allowed)
         result.timings_ms = {
             "load": loaded,
             "embed": embedded,
@@ -176,6 +163,31 @@ class Recall:
         if result.hits:
             self._reinforcement.add(scope, (r.id for r, _ in result.hits))
         return result
+
+    async def _read_results(
+        self,
+        result: Recalled,
+        scope: RelationshipScope,
+        partition: RankedPartition,
+        ranked: list[tuple[int, Explanation]],
+        latest: int | None,
+        allowed: _Allowed,
+    ) -> None:
+        """``result``'s hits, neighbours and latest summary: the records of the rows
+        ranked, and of the latest visible summary."""
+        wanted = [row for row, _ in ranked] + ([] if latest is None else [latest])
+        found = await self._store.records(self._session, scope, partition, wanted)
+        # Read after the ranking for a query read: a memory that a write made inactive
+        # since has no record, and one a write moved out of what the caller asked for
+        # or may see is dropped; both are left out, as a read a moment later would.
+        records = {row: record for row, record in found.items() if allowed(record)}
+        result.hits = [(records[row], e) for row, e in ranked if row in records]
+        result.neighbours = {
+            records[row].id: partition.memory_id(e.neighbour_key)
+            for row, e in ranked
+            if row in records and e.neighbour_key is not None
+        }
+        result.latest_summary = None if latest is None else records.get(latest)
 
     @traced("recall.rank")
     def _rank(
