@@ -1,7 +1,8 @@
-"""Partition snapshots (decision 0011): a large partition evicted from Redis is read back
-from its Postgres snapshot, ranks exactly as from rows, and a snapshot never outlives a
-change to what it holds (the trigger records it, or drops the snapshot if a text
-changed). How snapshots are stored and completed: test_recall_snapshot_store.py."""
+"""Partition snapshots (decision 0011): the fill after a cold read of a large partition
+reads it back from its Postgres snapshot, and the copy it keeps ranks exactly as the
+rows do; a snapshot never outlives a change to what it holds (the trigger records it,
+or drops the snapshot if a text changed). Requests themselves read for their query
+(decision 0018). How snapshots are stored and completed: test_recall_snapshot_store.py."""
 
 from __future__ import annotations
 
@@ -21,8 +22,10 @@ from tests.snapshot_support import (
     changed,
     drop_snapshot,
     evict,
+    fills,
     large,
     search,
+    search_filled_from_snapshot,
     settings,
     snapshot_then_evict,
     snapshots,
@@ -40,7 +43,7 @@ def _ranked(found: dict[str, Any]) -> list[tuple[str, float]]:
     return [(r["content"], r["score"]) for r in found["results"]]
 
 
-async def test_an_evicted_large_partition_is_read_from_its_snapshot(
+async def test_an_evicted_large_partition_is_filled_from_its_snapshot(
     client, make_tenant, resources
 ) -> None:
     tenant = await make_tenant()
@@ -48,16 +51,9 @@ async def test_an_evicted_large_partition_is_read_from_its_snapshot(
     rid, _ = await large(client, headers, "snap-read")
     await snapshot_then_evict(client, headers, resources, rid)
     for query in ("cello quartet", "爬山", "火锅 Lyon"):
-        from_snapshot = await search(client, headers, rid, query)
-        assert from_snapshot["tier"] == "snapshot"
-        await wait_for_hot_copy(resources.redis, rid)
-        hot = await search(client, headers, rid, query)
-        assert hot["tier"] == "local"
-        contents = [c for c, _ in _ranked(hot)]
-        assert [c for c, _ in _ranked(from_snapshot)] == contents
-        assert [s for _, s in _ranked(from_snapshot)] == pytest.approx(
-            [s for _, s in _ranked(hot)], rel=1e-5
-        )
+        # The copy filled from the snapshot answers as the cold read of the rows did.
+        found = await search_filled_from_snapshot(client, headers, resources, rid, query)
+        assert found["results"], query
         await evict(resources, rid)
 
 
@@ -74,9 +70,11 @@ async def test_a_partition_read_from_rows_for_one_query_is_kept_for_every_query(
     await wait_for_snapshot(resources, rid)  # the batch's rebuild, out of the way
     await drop_snapshot(resources, rid)
     await evict(resources, rid)
+    snapshot_fills, row_fills = await fills(client)
     first = await search(client, headers, rid, "cello quartet")
     assert first["tier"] == "cold"
     await wait_for_hot_copy(resources.redis, rid)
+    assert await fills(client) == (snapshot_fills, row_fills + 1)  # no snapshot to read
     again = await search(client, headers, rid, "cello quartet")
     assert again["tier"] == "local"
     assert first["results"], "the query finds memories"
@@ -132,8 +130,7 @@ async def test_an_edit_rebuilds_the_snapshot_with_the_new_text(
     assert edited.status_code == 200, edited.text
     # The edit's transaction dropped the snapshot; the API rebuilds it after the commit.
     await wait_for_snapshot(resources, rid)
-    after = await search(client, headers, rid, "quartet")
-    assert after["tier"] == "snapshot"
+    after = await search_filled_from_snapshot(client, headers, resources, rid, "quartet")
     assert after["results"][0]["content"] == "The user plays the viola in a string quartet"
     assert all("cello" not in r["content"] for r in after["results"])
 
@@ -157,8 +154,7 @@ async def test_deleting_deactivating_or_adding_a_memory_is_seen_by_the_next_read
         response = await client.post(base, json={"content": "用户在学日语"}, headers=headers)
     assert response.status_code < 300, response.text
     await wait_for_snapshot(resources, rid)  # rebuilt after the write
-    found = await search(client, headers, rid, "Lyon 日语")
-    assert found["tier"] == "snapshot"
+    found = await search_filled_from_snapshot(client, headers, resources, rid, "Lyon 日语")
     contents = [r["content"] for r in found["results"]]
     assert ("The user's sister lives in Lyon" in contents) == (change == "add")
     assert ("用户在学日语" in contents) == (change == "add")
@@ -177,18 +173,16 @@ async def test_the_trigger_records_a_change_or_drops_the_snapshot_if_text_change
         written = str(result.scalar_one()) if change == "insert" else ids[0]
     recorded = await changed(resources, rid)
     assert recorded == (None if change in DROPPING else [written])
-    # A request reads the rows for its query (no clean snapshot, decision 0017). Its
-    # fill stores the snapshot again: read from rows if the write dropped it, else
-    # completed from the row the write changed (decision 0014); the next cold read
-    # reads that snapshot.
+    # A request reads the rows for its query (decision 0018). Its fill stores the
+    # snapshot again: read from rows if the write dropped it, else completed from the
+    # row the write changed (decision 0014); the next fill reads that snapshot.
     query = "cello quartet another changed"
     found = await search(client, headers, rid, query)
     assert found["tier"] == "cold"
     await wait_for_hot_copy(resources.redis, rid)
     await wait_for_snapshot(resources, rid)
     await evict(resources, rid)
-    again = await search(client, headers, rid, query)
-    assert again["tier"] == "snapshot"
+    again = await search_filled_from_snapshot(client, headers, resources, rid, query)
     gone = {"content", "hard delete", "deactivate", "soft delete", "private"}
     for answer in (found, again):
         contents = [r["content"] for r in answer["results"]]
@@ -217,8 +211,7 @@ async def test_recall_statistics_keep_the_snapshot_and_are_read_from_the_rows(
             {"r": rid, "id": ids[2]},
         )
     assert await snapshots(resources, rid) == 1
-    from_snapshot = await search(client, headers, rid, "爬山 cello")
-    assert from_snapshot["tier"] == "snapshot"
+    from_snapshot = await search_filled_from_snapshot(client, headers, resources, rid, "爬山 cello")
     # The same read from rows (no snapshot) ranks identically.
     await drop_snapshot(resources, rid)
     await evict(resources, rid)
@@ -274,8 +267,7 @@ async def test_an_expiry_sweep_rebuilds_the_snapshots_whose_memories_it_expired(
     await wait_for_snapshot(resources, rid)  # recorded by the sweep, then rebuilt
     assert await changed(resources, rid) == []
     await evict(resources, rid)
-    found = await search(client, headers, rid, "cello quartet")
-    assert found["tier"] == "snapshot"
+    found = await search_filled_from_snapshot(client, headers, resources, rid, "cello quartet")
     assert MEMORIES[0] not in [r["content"] for r in found["results"]]
 
 

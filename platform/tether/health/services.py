@@ -94,6 +94,13 @@ class HealthService:
         hot_tier = (
             None
             if tiers is None
-            else HotTierRead(tiers.local, tiers.hot, tiers.cold, tiers.hit_rate)
+            else HotTierRead(
+                tiers.local,
+                tiers.hot,
+                tiers.cold,
+                tiers.hit_rate,
+                tiers.snapshot_fills,
+                tiers.row_fills,
+            )
         )
         return HealthRead(status, tether.__version__, components, hot_tier)

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from pgvector.sqlalchemy import HALFVEC
 from sqlalchemy import (
     Boolean,
     CheckConstraint,
+    Computed,
     DateTime,
     Float,
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     PrimaryKeyConstraint,
     String,
     Text,
@@ -27,6 +30,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from tether.core.database import Base
 from tether.core.partitions import partition_by_relationship
+from tether.memories.enums import MemoryLayer, MemoryType
 
 # Stored tokens are words (migration 0010): readers count and match them as the tokens
 # joined by spaces and split on them, which only words make exact.
@@ -34,6 +38,36 @@ TOKENS_ARE_WORDS = (
     "CASE WHEN array_ndims(tokens) > 1 THEN false "
     "ELSE array_position(tokens, NULL) IS NULL AND array_position(tokens, '') IS NULL "
     "AND strpos(array_to_string(tokens, ''), ' ') = 0 END"
+)
+
+
+def _code(column: str, known: type[StrEnum]) -> str:
+    """``column`` as 2 bytes: 1 + its position among ``known``'s values, 0 for any other."""
+    values = ", ".join(f"'{value}'" for value in known)
+    return f"int2send(coalesce(array_position(ARRAY[{values}]::text[], {column}::text), 0)::int2)"
+
+
+# What a read for one query sends of a memory apart from its distance to the query, in
+# the order of tether.recall.wire.QUERY_ROW (decision 0018): Postgres keeps it in the row
+# as a generated column, since computing it for each memory on every cold read was half
+# of that read's statement. Times are big-endian microseconds since 2000 (their binary
+# form), NULL as the int64 extreme that sorts the same way (recall.loaded.NEVER_*).
+# Migration 0011 holds the same expression (a test compares them); a change to it, or to
+# MemoryType or MemoryLayer, needs a migration that sets the column's new expression.
+QUERY_ROW_FIELDS = " || ".join(
+    (
+        "uuid_send(id)",
+        "float8send(importance)",
+        "float8send(confidence)",
+        "float8send(strength)",
+        "coalesce(timestamptz_send(last_recalled_at), '\\x8000000000000000'::bytea)",
+        "coalesce(timestamptz_send(expires_at), '\\x7fffffffffffffff'::bytea)",
+        "timestamptz_send(occurred_at)",
+        "boolsend(private_to_creator)",
+        "int4send(cardinality(tokens))",
+        _code("memory_type", MemoryType),
+        _code("layer", MemoryLayer),
+    )
 )
 
 
@@ -112,6 +146,10 @@ class Memory(Base):
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = _now()
     updated_at: Mapped[datetime] = _now()
+    # Generated (QUERY_ROW_FIELDS); deferred: only cold reads for a query select it.
+    query_row: Mapped[bytes] = mapped_column(
+        LargeBinary, Computed(QUERY_ROW_FIELDS, persisted=True), deferred=True
+    )
 
 
 class MemoryVersion(Base):

@@ -1,20 +1,21 @@
 """Cold reads: a partition from Postgres, when neither this process nor Redis has it.
 
-Two ways, both without moving vectors (pgvector computes the query's cosine distance to
-each memory and only those numbers come back):
+Three ways, none moving vectors to rank (pgvector computes the query's cosine distance
+to each memory and only those numbers come back):
 
-- from a snapshot (large partitions): the encoded records and BM25 postings of the
-  partition, stored by an earlier read, plus one aggregate over the rows that returns
-  their ids, distances and recall statistics (always taken from the rows). Memories the
-  snapshot does not hold, or that a write since recorded in its ``changed``, are read
-  from their rows and merged in (decision 0014).
-- for a query (a request, when there is no usable snapshot): what ranking that query
-  needs of every memory, without the texts, and afterwards the records of the memories
-  the ranking returns (query_read.py, decision 0017);
-- from rows: every active memory with its tokens, indexed here (the fill after a read
-  for a query, snapshot rebuilds).
+- for a query (every cold request): what ranking that query needs of every memory,
+  without the texts (each memory's generated ``query_row`` and its distance), and
+  afterwards the records of the memories the ranking returns (query_read.py, decisions
+  0017 and 0018);
+- from a snapshot (the fill after a request, of a large partition): the encoded records
+  and BM25 postings of the partition, stored by an earlier fill, plus one aggregate over
+  the rows that returns their ids and recall statistics (always taken from the rows).
+  Memories the snapshot does not hold, or that a write since recorded in its
+  ``changed``, are read from their rows and merged in (decision 0014);
+- from rows: every active memory with its tokens, indexed here (a fill without a usable
+  snapshot, snapshot rebuilds).
 
-Both read a partition as one row of aggregates (wire.py, decision 0015).
+Each reads a partition as one row of aggregates (wire.py, decision 0015).
 
 A snapshot is stored after a read from rows (in the background, see hot.py) only if the
 rows still have the same ids and versions (``xmin``) under an advisory lock that every
@@ -76,11 +77,8 @@ from tether.recall.loaded import (
 from tether.recall.models import PartitionSnapshot
 from tether.recall.partition import neighbour_table
 from tether.recall.query_read import (
-    MEMORY_LAYERS,
-    MEMORY_TYPES,
     QueryPartition,
     QueryRead,
-    RankedPartition,
 )
 from tether.recall.weights import RankWeights
 
@@ -223,18 +221,11 @@ class ColdReader:
         """The statements every cold read executes, built once (see wire.PARTITION)."""
         distance = {False: literal(None), True: self._distance()}
         self._rows = {has: wire.aggregated(d) for has, d in distance.items()}
-        self._query_rows = {
-            has: wire.for_query(d, MEMORY_TYPES, MEMORY_LAYERS) for has, d in distance.items()
-        }
+        self._query_rows = {has: wire.for_query(d) for has, d in distance.items()}
         self._checks = {has: self._check(d) for has, d in distance.items()}
-        version, changed = _snapshot_version(), PartitionSnapshot.changed
-        self._fetch = {
-            False: self._snapshot_of(PartitionSnapshot.body, version, changed),
-            # The body of a snapshot without recorded changes only (read_for_query).
-            True: self._snapshot_of(
-                case((func.cardinality(changed) == 0, PartitionSnapshot.body)), version, changed
-            ),
-        }
+        self._fetch = self._snapshot_of(
+            PartitionSnapshot.body, _snapshot_version(), PartitionSnapshot.changed
+        )
         still = self._snapshot_of(_snapshot_version()).scalar_subquery()
         wanted = [Memory.id == any_(_WANTED)]
         self._unrecorded_rows = wire.aggregated(literal(None), where=wanted, also=(still,))
@@ -248,10 +239,25 @@ class ColdReader:
         query_vector: Awaitable[Vector | None],
         version: str,
     ) -> LoadedPartition:
-        """The whole partition, ranked with ``query_vector`` (awaited after the snapshot
-        is fetched, so fetching overlaps the query's embedding)."""
-        read, found = await self._from_snapshot_of(session, scope, query_vector, version)
-        return found if found is not None else await self._from_rows(read, version)
+        """The whole partition, from its snapshot if it has a usable one, ranked with
+        ``query_vector`` (awaited after the snapshot is fetched, so fetching overlaps the
+        query's embedding)."""
+        # Core execution on the request's connection: the ORM's per-row bookkeeping was
+        # a third of the time here, and a second connection per request deadlocked a
+        # full pool.
+        connection = await session.connection()
+        now = datetime.now(UTC)
+        params = wire.partition_params(scope, now)
+        stored = (await connection.execute(self._fetch, params)).first()
+        snapshot = None if stored is None else encoding.decode(stored[0])
+        vector = await query_vector
+        read = _Read.of(connection, scope, now, vector)
+        if stored is not None and snapshot is not None:
+            found = _Snapshot(snapshot, stored[1], {c.bytes for c in stored[2]})
+            partition = await self._from_snapshot(read, found, vector, version)
+            if partition is not None:
+                return partition
+        return await self._from_rows(read, version)
 
     @traced("recall.cold")
     async def read_for_query(
@@ -261,47 +267,22 @@ class ColdReader:
         query_vector: Awaitable[Vector | None],
         version: str,
         terms: Sequence[str],
-    ) -> RankedPartition:
-        """The partition from its snapshot if that has no recorded changes, as ``read``
-        reads it, or else what ranking ``terms`` needs of its rows (query_read.py;
+    ) -> QueryPartition:
+        """What ranking ``terms`` needs of the partition's rows (query_read.py;
         :meth:`records` reads the records of the memories the ranking returns). Cheaper
-        than completing a snapshot with its changes (decision 0017)."""
-        read, found = await self._from_snapshot_of(
-            session, scope, query_vector, version, clean_only=True
-        )
-        return found if found is not None else await self._for_query(read, version, terms)
+        than reading a snapshot, even one without recorded changes (decision 0018), which
+        is why a request never does."""
+        # Taken before the vector is awaited, so that it overlaps the query's embedding.
+        connection = await session.connection()
+        now = datetime.now(UTC)
+        read = _Read.of(connection, scope, now, await query_vector)
+        return await self._for_query(read, version, terms)
 
     async def read_whole(
         self, session: AsyncSession, scope: RelationshipScope, version: str
     ) -> LoadedPartition:
         """The whole partition, without distances (to keep or store it)."""
         return await self.read(session, scope, _no_query(), version)
-
-    async def _from_snapshot_of(
-        self,
-        session: AsyncSession,
-        scope: RelationshipScope,
-        query_vector: Awaitable[Vector | None],
-        version: str,
-        *,
-        clean_only: bool = False,
-    ) -> tuple[_Read, LoadedPartition | None]:
-        """The read's statements, and the partition from its snapshot if it has a usable
-        one (``clean_only``: without recorded changes)."""
-        # Core execution on the request's connection: the ORM's per-row bookkeeping was
-        # a third of the time here, and a second connection per request deadlocked a
-        # full pool.
-        connection = await session.connection()
-        now = datetime.now(UTC)
-        params = wire.partition_params(scope, now)
-        stored = (await connection.execute(self._fetch[clean_only], params)).first()
-        snapshot = None if stored is None or stored[0] is None else encoding.decode(stored[0])
-        vector = await query_vector
-        read = _Read.of(connection, scope, now, vector)
-        if stored is None or snapshot is None:
-            return read, None
-        found = _Snapshot(snapshot, stored[1], {c.bytes for c in stored[2]})
-        return read, await self._from_snapshot(read, found, vector, version)
 
     def _snapshot_of(self, *columns: Any) -> Any:
         """``columns`` of the ``wire.PARTITION``'s snapshot."""

@@ -77,6 +77,9 @@ class TierStats:
     local: int = 0
     hot: int = 0
     cold: int = 0
+    # Background fills after cold reads, by what they read the whole partition from.
+    snapshot_fills: int = 0
+    row_fills: int = 0
 
     @property
     def hit_rate(self) -> float | None:
@@ -147,10 +150,10 @@ class PartitionStore:
         """The partition to rank the query of ``query_tokens`` with, and whether Redis
         was unavailable (the read went to Postgres).
 
-        ``query_vector`` is awaited only when the partition is cold: Postgres then ranks
-        the vectors by it, and the partition is filled into the hot tiers afterwards. A
-        cold partition without a usable snapshot is read for that query only (a
-        ``QueryPartition``; :meth:`records` reads the records the ranking returns)."""
+        ``query_vector`` is awaited only when the partition is cold: Postgres then
+        computes the distances to it, and the partition is read for that query only (a
+        ``QueryPartition``; :meth:`records` reads the records the ranking returns) and
+        filled into the hot tiers afterwards."""
         version_key, blob_key = partition_keys(scope)
         try:
             version = _text(await self._redis.get(version_key))
@@ -298,7 +301,7 @@ class PartitionStore:
             blob, version, "hot", window, has_vector=blob.has_vectors(), matrix=blob.matrix()
         )
 
-    def _fill_later(self, scope: RelationshipScope, cold: RankedPartition, blob_key: str) -> None:
+    def _fill_later(self, scope: RelationshipScope, cold: QueryPartition, blob_key: str) -> None:
         key = (scope.tenant_id, scope.relationship_id)
         if self._sessions is None or key in self._filling:
             return
@@ -319,25 +322,27 @@ class PartitionStore:
         self,
         sessions: async_sessionmaker[AsyncSession],
         scope: RelationshipScope,
-        found: RankedPartition,
+        found: QueryPartition,
         blob_key: str,
     ) -> None:
-        """Complete a cold read with the partition's vectors (read for one query: read
-        the whole partition first) and keep it in this process and in Redis (off the
-        request that found it cold)."""
+        """Read the whole partition a request read for its query (from its snapshot if it
+        has a usable one) with its vectors, and keep it in this process and in Redis (off
+        the request that found it cold)."""
         async with self._fill_slots:
             version_key, _ = partition_keys(scope)
             try:
                 if _text(await self._redis.get(version_key)) != found.version:
                     return  # written to while this fill waited: the copy would be stale
                 async with tenant_session(sessions, TenantId(scope.tenant_id)) as session:
-                    cold = found
-                    if isinstance(cold, QueryPartition):
-                        cold = await self._cold.read_whole(session, scope, found.version)
+                    cold = await self._cold.read_whole(session, scope, found.version)
                     matrix, has_vector = await self._cold.vectors(session, scope, cold.records)
             except (SQLAlchemyError, RedisError) as exc:
                 log.warning("hot partition not filled: %s", exc)
                 return
+            if cold.source == "snapshot":
+                self.stats.snapshot_fills += 1
+            else:
+                self.stats.row_fills += 1
             index = replace(cold.index, matrix=matrix, has_vector=has_vector)
             full = replace(
                 cold,

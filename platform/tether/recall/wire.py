@@ -36,7 +36,7 @@ from sqlalchemy import (
     literal_column,
     select,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, REAL, SMALLINT, aggregate_order_by
+from sqlalchemy.dialects.postgresql import ARRAY, REAL, aggregate_order_by
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.orm import QueryableAttribute
 from sqlalchemy.sql.sqltypes import NullType
@@ -60,18 +60,32 @@ from tether.recall.loaded import (
 POSTGRES_EPOCH = 946_684_800_000_000  # 2000-01-01 in microseconds since 1970-01-01
 # One memory as a read sends it (row_sent): its id, its cosine distance to the query, its
 # statistics, when it occurred, the transaction that wrote its row, whether it is private.
-_RANKED = [
-    ("key", "V16"),
-    ("distance", ">f4"),
-    ("statistics", f"V{STATISTICS_ROW.itemsize}"),
-    ("occurred", ">i8"),
-]
-ROW = np.dtype([*_RANKED, ("xmin", ">i8"), ("private", "?")])
+ROW = np.dtype(
+    [
+        ("key", "V16"),
+        ("distance", ">f4"),
+        ("statistics", f"V{STATISTICS_ROW.itemsize}"),
+        ("occurred", ">i8"),
+        ("xmin", ">i8"),
+        ("private", "?"),
+    ]
+)
 # One memory as a read for a query sends it (query_row_sent): what ranking needs of it,
-# without its texts (decision 0017): its id, distance, statistics and time as in ROW,
-# whether it is private, how many tokens it has, its kind and layer as codes (``coded``).
+# without its texts (decision 0017): its id, statistics and time as in ROW, whether it is
+# private, how many tokens it has, its kind and layer as codes (1 + the position in
+# MemoryType / MemoryLayer, 0 for any other value), then its distance. All but the
+# distance is the memory's generated ``query_row`` column (decision 0018).
 QUERY_ROW = np.dtype(
-    [*_RANKED, ("private", "?"), ("length", ">i4"), ("kind", ">i2"), ("layer", ">i2")]
+    [
+        ("key", "V16"),
+        ("statistics", f"V{STATISTICS_ROW.itemsize}"),
+        ("occurred", ">i8"),
+        ("private", "?"),
+        ("length", ">i4"),
+        ("kind", ">i2"),
+        ("layer", ">i2"),
+        ("distance", ">f4"),
+    ]
 )
 # The distinct terms of the query a read for a query ranks.
 QUERY_TERMS = bindparam("query_terms", type_=ARRAY(Text))
@@ -203,56 +217,41 @@ def unix_micros(sent: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     return np.where(extreme, micros, micros + POSTGRES_EPOCH)
 
 
-def _ranked_sent(distance: ColumnElement[Any]) -> list[ColumnElement[bytes]]:
-    """The fields ``ROW`` and ``QUERY_ROW`` begin with (``_RANKED``)."""
-    return [
+def _distance_sent(distance: ColumnElement[Any]) -> ColumnElement[bytes]:
+    return func.float4send(cast(func.coalesce(distance, NO_DISTANCE), REAL), type_=LargeBinary)
+
+
+def row_sent(distance: ColumnElement[Any]) -> ColumnElement[bytes]:
+    """A memory as one ``ROW``."""
+    return joined(
         func.uuid_send(Memory.id, type_=LargeBinary),
-        func.float4send(cast(func.coalesce(distance, NO_DISTANCE), REAL), type_=LargeBinary),
+        _distance_sent(distance),
         func.float8send(Memory.importance, type_=LargeBinary),
         func.float8send(Memory.confidence, type_=LargeBinary),
         func.float8send(Memory.strength, type_=LargeBinary),
         time_sent(Memory.last_recalled_at, NEVER_RECALLED),
         time_sent(Memory.expires_at, NEVER_EXPIRES),
         func.timestamptz_send(Memory.occurred_at, type_=LargeBinary),
-    ]
-
-
-def row_sent(distance: ColumnElement[Any]) -> ColumnElement[bytes]:
-    """A memory as one ``ROW``."""
-    private = func.boolsend(Memory.private_to_creator, type_=LargeBinary)
-    return joined(*_ranked_sent(distance), xmin(), private)
-
-
-def coded(column: QueryableAttribute[str], known: Sequence[str]) -> ColumnElement[bytes]:
-    """``column`` as 2 bytes: 1 + its position in ``known``, 0 for any other value."""
-    position = func.array_position(literal(list(known), ARRAY(Text)), column)
-    return func.int2send(cast(func.coalesce(position, 0), SMALLINT), type_=LargeBinary)
-
-
-def query_row_sent(
-    distance: ColumnElement[Any], kinds: Sequence[str], layers: Sequence[str]
-) -> ColumnElement[bytes]:
-    """A memory as one ``QUERY_ROW``. Its token count and the test for a query term are
-    those of the split tokens because stored tokens are words (migration 0010)."""
-    return joined(
-        *_ranked_sent(distance),
+        xmin(),
         func.boolsend(Memory.private_to_creator, type_=LargeBinary),
-        func.int4send(func.cardinality(Memory.tokens), type_=LargeBinary),
-        coded(Memory.memory_type, kinds),
-        coded(Memory.layer, layers),
     )
 
 
-def for_query(
-    distance: ColumnElement[Any], kinds: Sequence[str], layers: Sequence[str]
-) -> Select[Any]:
+def query_row_sent(distance: ColumnElement[Any]) -> ColumnElement[bytes]:
+    """A memory as one ``QUERY_ROW``: its generated ``query_row`` and its distance. The
+    token count and the test for a query term are those of the split tokens because
+    stored tokens are words (migration 0010)."""
+    return joined(Memory.query_row.expression, _distance_sent(distance))
+
+
+def for_query(distance: ColumnElement[Any]) -> Select[Any]:
     """One row: the ``QUERY_ROW`` of every active memory of the ``PARTITION``
     concatenated in partition order, and two arrays in the same order: their sessions,
     and the tokens (as ``TOKENS`` sends them) of those that hold one of ``QUERY_TERMS``,
     NULL for the others. (A NULL costs a bit; a flag in ``QUERY_ROW`` would test each
     memory's tokens twice, which cost a 5,000-memory read 2.4 ms.)"""
     statement = select(
-        query_row_sent(distance, kinds, layers).label("row"),
+        query_row_sent(distance).label("row"),
         Memory.source_session_id.label("session"),
         case((Memory.tokens.overlap(QUERY_TERMS), TOKENS)).label("tokens"),
     )
