@@ -27,17 +27,16 @@ Server-Timing): p50/p95/p99 of /search and /v1/context for
   ``tether:hot5`` blob were deleted, so it is served from Postgres (Postgres's own
   buffers stay warm: this is the partition store's cold path, not a cold disk). One at
   a time: after each, the bench waits for the background fill it started (its hot copy).
-  A large partition that was read before has a snapshot in Postgres (decision 0011) and
-  is read from it (tier "snapshot"), as after an eviction from Redis;
+  Every cold request reads the rows for its query (decisions 0017, 0018); a large
+  partition that was read before has a snapshot in Postgres (decision 0011), which the
+  fill after the request reads, as after an eviction from Redis;
 - cold after writes (large only): before each read, a write like an extraction's (three
   memories added at random places in the partition's time order, one superseded)
-  committed straight to Postgres, so no writer rebuilds the snapshot: the request reads
-  the rows for its query (decision 0017, tier "cold"), and the background fill completes
-  the snapshot with the memories written since it was built (decision 0014) and stores
-  it in its place;
+  committed straight to Postgres, so no writer rebuilds the snapshot: the background
+  fill completes the snapshot with the memories written since it was built (decision
+  0014) and stores it in its place;
 - cold from rows (large only): the snapshot deleted too, as for a partition that never
-  had one or after more changes than a snapshot records: the request reads the rows for
-  its query (tier "cold"), the fill reads every row;
+  had one or after more changes than a snapshot records: the fill reads every row;
 - a cold-large burst: every large relationship invalidated at once, then read back to
   back at c=1, so each read competes with the fills the earlier ones started;
 for small (5-50 memories) and large relationships; then /v1/context throughput at

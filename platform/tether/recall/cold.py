@@ -26,6 +26,7 @@ See decisions 0011 and 0014.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Sequence
@@ -160,8 +161,12 @@ class _Snapshot:
     changed: set[bytes]  # ids of memories written since it was built
 
 
-async def _no_query() -> None:
-    return None
+def _no_query() -> asyncio.Future[None]:
+    """No query vector, as an awaitable that is already done: a coroutine would warn
+    that it was never awaited when the read fails before awaiting it."""
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    done.set_result(None)
+    return done
 
 
 def _snapshot_version() -> ColumnElement[str]:

@@ -21,7 +21,9 @@ from tether.turns.models import Turn
 BATCH = 1000
 _encoder = msgspec.json.Encoder()
 
-_SKIP = {"embedding", "tokens"}  # derived from the text, not information about the user
+# Derived from the text or the other columns, not information about the user (and
+# query_row is deferred: reading it would load each row again).
+_SKIP = {"embedding", "tokens", "query_row"}
 
 
 def _row(kind: str, row: Any) -> bytes:
