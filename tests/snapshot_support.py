@@ -94,11 +94,12 @@ async def search_filled_from_snapshot(
 
 
 def assert_same_ranking(one: dict[str, Any], other: dict[str, Any]) -> None:
-    """The same memories in the same order, with the same scores (up to the rounding of
-    the vectors, float16 in a hot copy)."""
+    """The same memories in the same order, with the same scores up to how the vectors
+    are rounded: a hot copy ranks float16 vectors against the float32 query, Postgres
+    halfvecs against the query as a halfvec (similarities ≈ 1e-5 apart)."""
     assert [r["id"] for r in one["results"]] == [r["id"] for r in other["results"]]
     assert [r["score"] for r in one["results"]] == pytest.approx(
-        [r["score"] for r in other["results"]], rel=1e-5
+        [r["score"] for r in other["results"]], rel=1e-4
     )
 
 

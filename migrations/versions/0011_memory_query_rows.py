@@ -21,7 +21,8 @@ down_revision = "0010"
 branch_labels = None
 depends_on = None
 
-# tether.memories.models.QUERY_ROW_FIELDS holds the same (a test compares them).
+# tether.memories.models.QUERY_ROW_FIELDS at this revision (test_cold_rows.py checks that
+# the column a migrated database computes is the model's).
 QUERY_ROW_FIELDS = (
     "uuid_send(id) || float8send(importance) || float8send(confidence) || "
     "float8send(strength) || "
@@ -41,7 +42,7 @@ def upgrade() -> None:
     # a maintenance window on a large installation (17 s for 1M memories on the bench
     # machine).
     op.execute(
-        "ALTER TABLE memories ADD COLUMN IF NOT EXISTS query_row bytea "
+        "ALTER TABLE memories ADD COLUMN query_row bytea "
         f"GENERATED ALWAYS AS ({QUERY_ROW_FIELDS}) STORED"
     )
 

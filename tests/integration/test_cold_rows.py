@@ -30,6 +30,8 @@ from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.core.tenant_sessions import tenant_session
+from tether.memories.enums import MemoryLayer, MemoryType
+from tether.memories.models import QUERY_ROW_FIELDS
 from tether.providers.configured import rank_weights
 from tether.recall.cold import ColdReader
 from tether.recall.loaded import LoadedPartition, PartitionRecord
@@ -211,6 +213,34 @@ async def test_a_read_from_rows_builds_what_the_reference_builds(
         if vector is not None:
             expected = vector @ sent / (np.linalg.norm(vector) * np.linalg.norm(sent))
             assert similarity == pytest.approx(expected, abs=1e-5)
+
+
+async def test_the_stored_query_row_is_what_the_models_expression_computes(
+    client: Any, make_tenant: Any, resources: Resources
+) -> None:
+    """The generated column Postgres keeps (as the latest migration that set it left it)
+    computes what ``QUERY_ROW_FIELDS`` does, which is built from the kinds and layers the
+    code knows: for every kind and layer, one it does not know, and every other column
+    value of the partition, inserted and after an update."""
+    scope, _ = await _partition(client, make_tenant, resources)
+    kinds, layers = [*MemoryType, "unknown"], [*MemoryLayer, "unknown"]
+    async with resources.sessions() as session, session.begin():
+        for n, (kind, layer) in enumerate(itertools.product(kinds, layers)):
+            row = _memory(scope, n, kind=kind)
+            await session.execute(INSERT, row)
+            update = text("UPDATE memories SET layer = :layer WHERE id = :id")
+            await session.execute(update, {"layer": layer, "id": row["id"]})
+        counts = (
+            await session.execute(
+                text(
+                    "SELECT count(*) FILTER (WHERE query_row IS DISTINCT FROM "  # noqa: S608 - a constant
+                    f"({QUERY_ROW_FIELDS})), count(*) FROM memories WHERE relationship_id = :r"
+                ),
+                {"r": scope.relationship_id},
+            )
+        ).one()
+    # The partition's 24 memories, its 4 inactive, superseded, deleted and expired ones.
+    assert tuple(counts) == (0, 28 + len(kinds) * len(layers))
 
 
 async def test_a_read_from_rows_without_a_query_vector_has_no_similarity(

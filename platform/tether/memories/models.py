@@ -52,8 +52,8 @@ def _code(column: str, known: type[StrEnum]) -> str:
 # as a generated column, since computing it for each memory on every cold read was half
 # of that read's statement. Times are big-endian microseconds since 2000 (their binary
 # form), NULL as the int64 extreme that sorts the same way (recall.loaded.NEVER_*).
-# Migration 0011 holds the same expression (a test compares them); a change to it, or to
-# MemoryType or MemoryLayer, needs a migration that sets the column's new expression.
+# Migration 0011 set the column to this expression; a change to it, or to MemoryType or
+# MemoryLayer, needs a migration that sets the new one (test_cold_rows.py fails until then).
 QUERY_ROW_FIELDS = " || ".join(
     (
         "uuid_send(id)",

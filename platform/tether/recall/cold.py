@@ -224,6 +224,8 @@ class ColdReader:
 
     def _statements(self) -> None:
         """The statements every cold read executes, built once (see wire.PARTITION)."""
+        # With a distance (True) for reads for a query; whole reads with one are
+        # tests' only (read).
         distance = {False: literal(None), True: self._distance()}
         self._rows = {has: wire.aggregated(d) for has, d in distance.items()}
         self._query_rows = {has: wire.for_query(d) for has, d in distance.items()}
@@ -244,9 +246,10 @@ class ColdReader:
         query_vector: Awaitable[Vector | None],
         version: str,
     ) -> LoadedPartition:
-        """The whole partition, from its snapshot if it has a usable one, ranked with
-        ``query_vector`` (awaited after the snapshot is fetched, so fetching overlaps the
-        query's embedding)."""
+        """The whole partition, from its snapshot if it has a usable one, with each
+        memory's distance to ``query_vector`` if that gives one (awaited after the
+        snapshot is fetched). Fills pass none (``read_whole``); only tests pass a vector,
+        to compare this read's ranking with a read for a query."""
         # Core execution on the request's connection: the ORM's per-row bookkeeping was
         # a third of the time here, and a second connection per request deadlocked a
         # full pool.

@@ -231,8 +231,8 @@ class PartitionStore:
         self, sessions: async_sessionmaker[AsyncSession], scope: RelationshipScope
     ) -> bool:
         """Rebuild the snapshot of a large partition that has none (a write dropped
-        it) or has changes recorded since it was built, so its next cold read need not
-        index or merge rows; True if one was stored."""
+        it) or has changes recorded since it was built, so the fill after its next cold
+        read need not index or merge rows; True if one was stored."""
         try:
             async with tenant_session(sessions, TenantId(scope.tenant_id)) as session:
                 partition = await self._cold.read_for_snapshot(session, scope)

@@ -1,13 +1,14 @@
 """A cold read for one query (decision 0017): what ranking needs of every memory of a
 partition, without the texts, which are read afterwards for the memories it returns.
 
-A request that finds a partition in no tier, and no snapshot of it without recorded
-changes, ranks it from ``wire.QUERY_ROW``s: ids, pgvector distances, statistics, times, kinds and
-layers as codes, token counts, sessions, and the tokens of only the memories that hold
-a query term. Its BM25 index holds the query's terms alone and scores them exactly as
-the index of every term does (``Bm25Index.for_query``), so it ranks exactly as the
-partition's other reads do, for that query only. Such a partition is never kept,
-stored or used for another query: the background fill reads the whole partition.
+A request that finds a partition in no tier ranks it from ``wire.QUERY_ROW``s (each
+memory's generated ``query_row`` and its pgvector distance, decision 0018): ids,
+distances, statistics, times, kinds and layers as codes, token counts; and sessions, and
+the tokens of only the memories that hold a query term. Its BM25 index holds the
+query's terms alone and scores them exactly as the index of every term does
+(``Bm25Index.for_query``), so it ranks exactly as the partition's other reads do, for
+that query only. Such a partition is never kept, stored or used for another query: the
+background fill reads the whole partition.
 """
 
 from __future__ import annotations
