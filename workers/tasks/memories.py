@@ -51,7 +51,8 @@ async def _extract(
             services.chat,
         ).run(session_id)
     # The extraction's writes recorded changes in a large partition's snapshot (or
-    # dropped it): rebuild it now, so the relationship's next cold read can use it.
+    # dropped it): rebuild it now, so the fill after the relationship's next cold read
+    # can use it.
     await _rebuild_snapshot(services, resources, scope)
     if report.status in ("extracted", "raw_only"):
         try:
@@ -120,7 +121,7 @@ async def _expire(resources: Resources) -> int:
 
     count = await expire_due(resources.sessions, invalidate, datetime.now(UTC))
     # Expiries are recorded in large partitions' snapshots, or drop them past 256:
-    # rebuilt here, as after an extraction (nothing else would before a cold read).
+    # rebuilt here, as after an extraction (nothing else would before the next fill).
     for scope in expired:
         await _rebuild_snapshot(services, resources, scope)
     return count

@@ -183,7 +183,7 @@ class PartitionStore:
             return cold, True
         cold = await self._cold.read_for_query(session, scope, query_vector, version, query_tokens)
         self.stats.cold += 1
-        self._fill_later(scope, cold, blob_key)
+        self._fill_later(scope, version, blob_key)
         return cold, False
 
     async def invalidate(self, scope: RelationshipScope) -> None:
@@ -301,13 +301,13 @@ class PartitionStore:
             blob, version, "hot", window, has_vector=blob.has_vectors(), matrix=blob.matrix()
         )
 
-    def _fill_later(self, scope: RelationshipScope, cold: QueryPartition, blob_key: str) -> None:
+    def _fill_later(self, scope: RelationshipScope, version: str, blob_key: str) -> None:
         key = (scope.tenant_id, scope.relationship_id)
         if self._sessions is None or key in self._filling:
             return
         if len(self._filling) >= FILLS_AT_ONCE + FILLS_WAITING:
             return
-        fill = self._fill(self._sessions, scope, cold, blob_key)
+        fill = self._fill(self._sessions, scope, version, blob_key)
         task = spawn(fill, "hot partition fill", after_response=True)
         self._filling[key] = task
         task.add_done_callback(lambda _: self._filling.pop(key, None))
@@ -322,19 +322,19 @@ class PartitionStore:
         self,
         sessions: async_sessionmaker[AsyncSession],
         scope: RelationshipScope,
-        found: QueryPartition,
+        version: str,
         blob_key: str,
     ) -> None:
-        """Read the whole partition a request read for its query (from its snapshot if it
-        has a usable one) with its vectors, and keep it in this process and in Redis (off
-        the request that found it cold)."""
+        """Read the whole partition a request read for its query at ``version`` (from its
+        snapshot if it has a usable one) with its vectors, and keep it in this process and
+        in Redis (off the request that found it cold)."""
         async with self._fill_slots:
             version_key, _ = partition_keys(scope)
             try:
-                if _text(await self._redis.get(version_key)) != found.version:
+                if _text(await self._redis.get(version_key)) != version:
                     return  # written to while this fill waited: the copy would be stale
                 async with tenant_session(sessions, TenantId(scope.tenant_id)) as session:
-                    cold = await self._cold.read_whole(session, scope, found.version)
+                    cold = await self._cold.read_whole(session, scope, version)
                     matrix, has_vector = await self._cold.vectors(session, scope, cold.records)
             except (SQLAlchemyError, RedisError) as exc:
                 log.warning("hot partition not filled: %s", exc)
