@@ -107,3 +107,54 @@ async def test_zero_seconds_turns_it_off() -> None:
                 assert waited >= 0.35
         finally:
             await client.aclose()
+
+
+async def test_a_pipeline_counts_as_one_command() -> None:
+    # A read-only pipeline is skipped in a stall like a read; one holding a write is
+    # always sent; each pipeline's timeout counts as one failure.
+    with stalled_redis() as url:
+        client = create_redis(Settings(redis_url=url, redis_stall_seconds=2.0), 0.6)
+
+        async def reads() -> object:
+            async with client.pipeline(transaction=False) as pipe:
+                pipe.get("k")
+                pipe.exists("h")
+                return await pipe.execute()
+
+        async def writes() -> object:
+            async with client.pipeline(transaction=True) as pipe:
+                pipe.set("k", b"v")
+                pipe.delete("h")
+                return await pipe.execute()
+
+        try:
+            for _ in range(2):
+                kind, waited = await _timed(reads())
+                assert kind is RedisTimeoutError
+                assert waited >= 0.55
+            kind, skipped = await _timed(reads())
+            assert kind is RedisStalledTimeout
+            assert skipped < 0.3
+            _, single = await _timed(client.get("k"))
+            assert single < 0.3  # the pipelines' failures stalled single reads too
+            _, write = await _timed(writes())
+            assert write >= 0.55
+        finally:
+            await client.aclose()
+
+
+async def test_a_pipeline_answer_ends_a_stall(settings: Settings) -> None:
+    client = create_redis(settings.model_copy(update={"redis_stall_seconds": 2.0}), 0.5)
+    try:
+        assert client.stall is not None
+        for _ in range(2):
+            client.stall.failed(started=client.stall.now(), timed_out=True)
+        client.stall._until = 0.0  # the pause is over: the next read checks
+        async with client.pipeline(transaction=False) as pipe:
+            pipe.set("stall-check", b"1")
+            pipe.get("stall-check")
+            assert await pipe.execute() == [True, b"1"]
+        assert not client.stall.skip()
+        assert not client.stall.skip()  # answered: no longer stalled
+    finally:
+        await client.aclose()

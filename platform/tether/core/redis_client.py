@@ -8,7 +8,9 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from tether.core.instruments import REDIS_READS_SKIPPED
@@ -98,6 +100,12 @@ class RedisStalledConnection(RedisConnectionError):
     """A read not sent because Redis recently refused connections."""
 
 
+def _stalled(stall: Stall, name: bytes) -> RedisError:
+    REDIS_READS_SKIPPED.add(1, {"command": name.decode()})
+    reason = f"Redis failed twice in a row less than {stall.seconds} s ago; not asked"
+    return RedisStalledTimeout(reason) if stall.timed_out else RedisStalledConnection(reason)
+
+
 class StallAwareRedis(Redis):
     """A client that, for a few seconds after Redis failed twice in a row (timed out, or
     refused a connection), fails the reads in ``SKIPPABLE`` at once, with the same kind
@@ -116,9 +124,7 @@ class StallAwareRedis(Redis):
             return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
         name = _name(args)
         if name in SKIPPABLE and stall.skip():
-            REDIS_READS_SKIPPED.add(1, {"command": name.decode()})
-            reason = f"Redis failed twice in a row less than {stall.seconds} s ago; not asked"
-            raise RedisStalledTimeout(reason) if stall.timed_out else RedisStalledConnection(reason)
+            raise _stalled(stall, name)
         started = stall.now()
         try:
             answer = await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
@@ -127,6 +133,38 @@ class StallAwareRedis(Redis):
             raise
         stall.answered()
         return answer
+
+    def pipeline(self, transaction: bool = True, shard_hint: str | None = None) -> Pipeline:
+        pipeline = StallAwarePipeline(
+            self.connection_pool, self.response_callbacks, transaction, shard_hint
+        )
+        pipeline.stall = self.stall
+        return pipeline
+
+
+class StallAwarePipeline(Pipeline):
+    """A pipeline that counts in the client's ``Stall`` like one command: it fails at
+    once during a stall if every command it holds is in ``SKIPPABLE`` (one with a write
+    is always sent), and its timeout or answer counts as one failure or one answer."""
+
+    stall: Stall | None = None
+
+    async def execute(self, raise_on_error: bool = True) -> list[Any]:
+        stall = self.stall
+        if stall is None or not self.command_stack:
+            return await super().execute(raise_on_error)
+        names = [_name(args) for args, _ in self.command_stack]
+        if all(name in SKIPPABLE for name in names) and stall.skip():
+            await self.reset()  # type: ignore[no-untyped-call]
+            raise _stalled(stall, names[0])
+        started = stall.now()
+        try:
+            answers = await super().execute(raise_on_error)
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            stall.failed(started, timed_out=isinstance(exc, RedisTimeoutError))
+            raise
+        stall.answered()
+        return answers
 
 
 def _name(args: tuple[Any, ...]) -> bytes:

@@ -156,16 +156,13 @@ class PartitionStore:
         filled into the hot tiers afterwards."""
         version_key, blob_key = partition_keys(scope)
         try:
-            version = _text(await self._redis.get(version_key))
-            if version is None:
-                version = secrets.token_hex(8)
-                if not await self._redis.set(version_key, version, ex=VERSION_TTL_SECONDS, nx=True):
-                    version = _text(await self._redis.get(version_key)) or version
-            local = self._from_local(scope, version)
+            held = self._local.get((scope.tenant_id, scope.relationship_id), LOCAL_MAX_AGE_SECONDS)
+            version, blob_stored = await self._version_of(version_key, blob_key, held is None)
+            local = self._from_local(scope, held, version)
             if local is not None:
                 await self._touch(local, blob_key)
                 return replace(local.partition, source="local"), False
-            hot = await self._from_redis_once(scope, blob_key, version)
+            hot = await self._from_redis_once(scope, blob_key, version) if blob_stored else None
             if hot is not None:
                 self._remember(scope, hot)
                 self.stats.hot += 1
@@ -185,6 +182,29 @@ class PartitionStore:
         self.stats.cold += 1
         self._fill_later(scope, version, blob_key)
         return cold, False
+
+    async def _version_of(
+        self, version_key: str, blob_key: str, ask_for_copy: bool
+    ) -> tuple[str, bool]:
+        """The partition's current version token (minted if it has none), and whether a
+        Redis copy may hold it. ``ask_for_copy`` (this process holds no copy of it):
+        whether one exists is asked in the same round trip, because a cold read's Redis
+        steps all come before its Postgres ones; otherwise the token alone is read."""
+        if ask_for_copy:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.get(version_key)
+                pipe.exists(blob_key)
+                current, copies = await pipe.execute()
+        else:
+            current, copies = await self._redis.get(version_key), 1
+        version = _text(current)
+        if version is not None:
+            return version, bool(copies)
+        minted = secrets.token_hex(8)
+        if await self._redis.set(version_key, minted, ex=VERSION_TTL_SECONDS, nx=True):
+            return minted, False  # no copy can hold a token minted just now
+        # Another process minted one first; its fill may have stored a copy meanwhile.
+        return _text(await self._redis.get(version_key)) or minted, True
 
     async def invalidate(self, scope: RelationshipScope) -> None:
         """A memory of this relationship changed (call after commit). With ``sessions``,
@@ -243,13 +263,14 @@ class PartitionStore:
             log.warning("partition snapshot not rebuilt: %s", exc)
             return False
 
-    def _from_local(self, scope: RelationshipScope, version: str) -> LocalCopy | None:
-        key = (scope.tenant_id, scope.relationship_id)
-        copy = self._local.get(key, LOCAL_MAX_AGE_SECONDS)
+    def _from_local(
+        self, scope: RelationshipScope, copy: LocalCopy | None, version: str
+    ) -> LocalCopy | None:
+        """``copy``, this process's, if it is of ``version`` (it is dropped if not)."""
         if copy is None:
             return None
         if copy.partition.version != version:
-            self._local.drop(key)
+            self._local.drop((scope.tenant_id, scope.relationship_id))
             return None
         self.stats.local += 1
         return copy
