@@ -9,13 +9,18 @@ from typing import Any
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.types import ExceptionHandlersMap
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from tether.core.database_errors import database_unavailable
 from tether.core.errors import TetherError
 from tether.core.logging import request_id_var
 
 log = logging.getLogger(__name__)
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
+# A failover or restart takes seconds; clients back off from here.
+DATABASE_RETRY_AFTER_SECONDS = 1
 
 _HTTP_CODES = {
     400: "bad_request",
@@ -105,6 +110,24 @@ def handle_http(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[
     return response
 
 
+def handle_database_error(
+    request: Request[Any, Any, Any], exc: Exception
+) -> Response[dict[str, Any]]:
+    """Postgres unreachable or out of connections: the client may retry shortly. Any
+    other database error is a bug."""
+    if not database_unavailable(exc):
+        return handle_unexpected(request, exc)
+    log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
+    response = problem(
+        503,
+        "database_unavailable",
+        "The database is unavailable",
+        "the memory store cannot be reached right now; retry shortly",
+    )
+    response.headers["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+    return response
+
+
 def handle_unexpected(_: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
     # A 5xx is a bug: log it with its traceback once, answer without internals.
     log.error("unhandled error", exc_info=exc)
@@ -115,5 +138,8 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     TetherError: handle_tether_error,
     ValidationException: handle_validation,
     HTTPException: handle_http,
+    DBAPIError: handle_database_error,
+    PoolTimeout: handle_database_error,
+    ConnectionError: handle_database_error,
     Exception: handle_unexpected,
 }
