@@ -10,17 +10,19 @@ import asyncio
 import glob
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg.exceptions as pg
 import pytest
+from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from tests.support import app_client, resolve_body
-from tether.core.database_errors import database_unavailable
+from tether.core.database import create_engine
+from tether.core.database_errors import DatabaseUnavailable, connect_failed, database_unavailable
 from tether.core.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -82,6 +84,21 @@ async def relay_to(settings: Settings) -> AsyncIterator[Relay]:
             await relay.cut()
 
 
+@asynccontextmanager
+async def dropping_listener(port: int = 0) -> AsyncIterator[int]:
+    """A listener on ``port`` that closes every connection as soon as it is accepted."""
+
+    async def drop(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(drop, "127.0.0.1", port)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
 async def test_an_unreachable_database_is_a_503_and_the_service_recovers(
     settings: Settings, client: Any, make_tenant: Any
 ) -> None:
@@ -105,6 +122,12 @@ async def test_an_unreachable_database_is_a_503_and_the_service_recovers(
             written = await api.post(memories, json={"content": "lost?"}, headers=headers)
             assert written.status_code == 503, written.text
 
+            # Postgres accepts connections and drops them (starting up, crashing).
+            async with dropping_listener(relay.port):
+                dropped = await api.get(memories, headers=headers)
+            assert dropped.status_code == 503, dropped.text
+            assert dropped.json()["code"] == "database_unavailable"
+
             await relay.open()  # the same port: Postgres is back
             back = await api.get(memories, headers=headers)
             assert back.status_code == 200, back.text
@@ -120,16 +143,44 @@ def _translated(cause: BaseException) -> DBAPIError:
 
 
 def test_only_connection_failures_count_as_the_database_being_unavailable() -> None:
+    assert database_unavailable(DatabaseUnavailable())
     lost = DBAPIError("SELECT 1", {}, Exception("gone"), connection_invalidated=True)
     assert database_unavailable(lost)
-    assert database_unavailable(ConnectionRefusedError(111, "refused"))
     assert database_unavailable(PoolTimeout("QueuePool limit of size 10 overflow 5 reached"))
     assert database_unavailable(_translated(pg.ConnectionDoesNotExistError("closed")))
-    assert database_unavailable(_translated(pg.CannotConnectNowError("starting up")))
-    assert database_unavailable(_translated(pg.TooManyConnectionsError("too many clients")))
     assert database_unavailable(_translated(pg.AdminShutdownError("terminated")))
     # Statements that failed, and misuse of a connection, are bugs (500s).
     assert not database_unavailable(_translated(pg.InterfaceError("another operation")))
     assert not database_unavailable(IntegrityError("INSERT", {}, Exception("duplicate key")))
     assert not database_unavailable(_translated(pg.UndefinedColumnError("no such column")))
     assert not database_unavailable(ValueError(str(uuid.uuid4())))
+
+
+def test_connecting_fails_as_unavailable_only_when_postgres_cannot_serve() -> None:
+    for failure in (
+        ConnectionRefusedError(111, "refused"),
+        TimeoutError(),
+        OSError(113, "No route to host"),
+        pg.CannotConnectNowError("the database system is starting up"),
+        pg.TooManyConnectionsError("sorry, too many clients already"),
+        pg.ConnectionDoesNotExistError("connection was closed in the middle of operation"),
+    ):
+        assert connect_failed(failure), failure
+    # A wrong password or database name is a configuration error, not an outage.
+    for failure in (pg.InvalidPasswordError("bad"), pg.InvalidCatalogNameError("no db")):
+        assert not connect_failed(failure), failure
+
+
+@pytest.mark.parametrize("listening", [False, True], ids=["refused", "dropped"])
+async def test_the_engine_raises_database_unavailable_when_connecting_fails(
+    settings: Settings, listening: bool
+) -> None:
+    async with AsyncExitStack() as stack:
+        port = await stack.enter_async_context(dropping_listener()) if listening else 1
+        url = f"postgresql://postgres:@127.0.0.1:{port}/absent"
+        engine = create_engine(settings.model_copy(update={"database_url": url}))
+        stack.push_async_callback(engine.dispose)
+        with pytest.raises(DatabaseUnavailable) as raised:
+            async with engine.connect() as connection:
+                await connection.execute(text("SELECT 1"))
+        assert connect_failed(raised.value.__cause__ or ValueError())

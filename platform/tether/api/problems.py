@@ -12,15 +12,13 @@ from litestar.types import ExceptionHandlersMap
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from tether.core.database_errors import database_unavailable
+from tether.core.database_errors import DatabaseUnavailable, database_unavailable
 from tether.core.errors import TetherError
 from tether.core.logging import request_id_var
 
 log = logging.getLogger(__name__)
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
-# A failover or restart takes seconds; clients back off from here.
-DATABASE_RETRY_AFTER_SECONDS = 1
 
 _HTTP_CODES = {
     400: "bad_request",
@@ -88,7 +86,10 @@ def _field_errors(extra: Any) -> list[dict[str, str]]:
 
 
 def handle_tether_error(_: Request[Any, Any, Any], exc: TetherError) -> Response[dict[str, Any]]:
-    return problem(exc.status_code, exc.code, exc.title, exc.detail, exc.extra)
+    response = problem(exc.status_code, exc.code, exc.title, exc.detail, exc.extra)
+    if exc.retry_after is not None:
+        response.headers["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 def handle_validation(
@@ -113,19 +114,16 @@ def handle_http(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[
 def handle_database_error(
     request: Request[Any, Any, Any], exc: Exception
 ) -> Response[dict[str, Any]]:
-    """Postgres unreachable or out of connections: the client may retry shortly. Any
-    other database error is a bug."""
+    """A statement's connection lost, or no pooled connection in time: the client may
+    retry shortly (a refused connect raises ``DatabaseUnavailable`` itself). Any other
+    database error is a bug."""
     if not database_unavailable(exc):
         return handle_unexpected(request, exc)
-    log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
-    response = problem(
-        503,
-        "database_unavailable",
-        "The database is unavailable",
-        "the memory store cannot be reached right now; retry shortly",
-    )
-    response.headers["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
-    return response
+    # The class names only: a DBAPIError's message quotes the statement's parameters.
+    cause = exc.orig.__cause__ if isinstance(exc, DBAPIError) and exc.orig else None
+    log.warning("database unavailable: %s (%s)", type(exc).__name__, type(cause).__name__)
+    unavailable = DatabaseUnavailable("the memory store cannot be reached right now; retry")
+    return handle_tether_error(request, unavailable)
 
 
 def handle_unexpected(_: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
@@ -140,6 +138,5 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     HTTPException: handle_http,
     DBAPIError: handle_database_error,
     PoolTimeout: handle_database_error,
-    ConnectionError: handle_database_error,
     Exception: handle_unexpected,
 }

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, SessionTransaction, mapped_column
 
+from tether.core.database_errors import DatabaseUnavailable, connect_failed
 from tether.core.ids import new_id
 from tether.core.settings import Settings
 from tether.core.telemetry import instrument_engine
@@ -82,8 +83,22 @@ def create_engine(settings: Settings) -> AsyncEngine:
         pool_size=settings.db.pool_size,
         max_overflow=settings.db.max_overflow,
         pool_pre_ping=True,
+        pool_timeout=settings.db.pool_timeout_seconds,
+        connect_args={"timeout": settings.db.connect_timeout_seconds},
         echo=settings.db.echo,
     )
+
+    @event.listens_for(engine.sync_engine, "do_connect")
+    def _connect(dialect: Any, _: Any, cargs: Any, cparams: Any) -> Any:
+        # asyncpg's errors while connecting reach the caller unwrapped (SQLAlchemy wraps
+        # statements' errors): one exception here says Postgres cannot serve us now.
+        try:
+            return dialect.connect(*cargs, **cparams)
+        except Exception as exc:
+            if connect_failed(exc):
+                raise DatabaseUnavailable("the memory store cannot be reached; retry") from exc
+            raise
+
     role = settings.db.role
     if role:
 

@@ -8,26 +8,39 @@ import asyncpg.exceptions as pg  # type: ignore[import-untyped]
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-# Raised by asyncpg; SQLAlchemy's adapter raises its own error from them.
-_UNAVAILABLE = (
+from tether.core.errors import ServiceUnavailable
+
+# What asyncpg raises when Postgres goes away or refuses us. While connecting it raises
+# them itself (SQLAlchemy wraps only statements' errors, see ``create_engine``); on a
+# statement SQLAlchemy's adapter raises its own error from them.
+_SERVER_UNAVAILABLE = (
+    pg.PostgresConnectionError,  # SQLSTATE class 08
     pg.ConnectionDoesNotExistError,  # the connection was lost mid-request
-    pg.ConnectionFailureError,
     pg.CannotConnectNowError,  # starting up, shutting down, in recovery
     pg.TooManyConnectionsError,
     pg.AdminShutdownError,  # terminated by a restart or a failover
     pg.CrashShutdownError,
-    ConnectionError,
 )
+
+
+class DatabaseUnavailable(ServiceUnavailable):
+    code = "database_unavailable"
+    title = "The database is unavailable"
+    retry_after = 1  # a failover or restart takes seconds; clients back off from here
+
+
+def connect_failed(exc: BaseException) -> bool:
+    """Whether connecting failed because Postgres is unreachable or refusing us (any
+    socket error or timeout while connecting; not a wrong password or database)."""
+    return isinstance(exc, (OSError, *_SERVER_UNAVAILABLE))
 
 
 def database_unavailable(exc: BaseException) -> bool:
     """Whether ``exc`` says Postgres is unreachable, refusing connections, or had none
     free for us in time."""
-    if isinstance(exc, PoolTimeout | ConnectionError):
-        # No pooled connection came free in time; or connecting was refused or reset
-        # (asyncpg raises the OSError itself, unwrapped, while connecting).
+    if isinstance(exc, DatabaseUnavailable | PoolTimeout):
         return True
     if isinstance(exc, DBAPIError):
         cause = None if exc.orig is None else exc.orig.__cause__
-        return exc.connection_invalidated or isinstance(cause, _UNAVAILABLE)
+        return exc.connection_invalidated or isinstance(cause, (OSError, *_SERVER_UNAVAILABLE))
     return False

@@ -12,6 +12,8 @@ class TetherError(Exception):
     status_code: ClassVar[int] = 500
     code: ClassVar[str] = "internal_error"
     title: ClassVar[str] = "Internal error"
+    # Seconds a client should wait before retrying (the Retry-After header), if any.
+    retry_after: ClassVar[int | None] = None
 
     def __init__(self, detail: str | None = None, **extra: Any) -> None:
         super().__init__(detail or self.title)

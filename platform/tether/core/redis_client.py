@@ -100,8 +100,9 @@ class RedisStalledConnection(RedisConnectionError):
     """A read not sent because Redis recently refused connections."""
 
 
-def _stalled(stall: Stall, name: bytes) -> RedisError:
-    REDIS_READS_SKIPPED.add(1, {"command": name.decode()})
+def _stalled(stall: Stall, *names: bytes) -> RedisError:
+    for name in names:
+        REDIS_READS_SKIPPED.add(1, {"command": name.decode()})
     reason = f"Redis failed twice in a row less than {stall.seconds} s ago; not asked"
     return RedisStalledTimeout(reason) if stall.timed_out else RedisStalledConnection(reason)
 
@@ -156,7 +157,7 @@ class StallAwarePipeline(Pipeline):
         names = [_name(args) for args, _ in self.command_stack]
         if all(name in SKIPPABLE for name in names) and stall.skip():
             await self.reset()  # type: ignore[no-untyped-call]
-            raise _stalled(stall, names[0])
+            raise _stalled(stall, *names)
         started = stall.now()
         try:
             answers = await super().execute(raise_on_error)

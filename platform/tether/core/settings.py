@@ -27,6 +27,10 @@ class DatabaseSettings(BaseModel):
 
     pool_size: int = Field(default=10, ge=1)
     max_overflow: int = Field(default=10, ge=0)
+    # How long a request waits for a pooled connection, and for a new one to connect,
+    # before it answers 503 database_unavailable (a chat message cannot wait long).
+    pool_timeout_seconds: float = Field(default=5.0, gt=0)
+    connect_timeout_seconds: float = Field(default=5.0, gt=0)
     echo: bool = False
     # The role every connection switches to (SET ROLE): the application role the
     # migrations create, which may not change audit rows and is subject to row-level

@@ -156,9 +156,11 @@ class PartitionStore:
         filled into the hot tiers afterwards."""
         version_key, blob_key = partition_keys(scope)
         try:
-            held = self._local.get((scope.tenant_id, scope.relationship_id), LOCAL_MAX_AGE_SECONDS)
-            version, blob_stored = await self._version_of(version_key, blob_key, held is None)
-            local = self._from_local(scope, held, version)
+            key = (scope.tenant_id, scope.relationship_id)
+            holds_none = self._local.get(key, LOCAL_MAX_AGE_SECONDS) is None
+            version, blob_stored = await self._version_of(version_key, blob_key, holds_none)
+            # Looked up again: a fill may have kept a newer copy during the round trip.
+            local = self._from_local(scope, version)
             if local is not None:
                 await self._touch(local, blob_key)
                 return replace(local.partition, source="local"), False
@@ -263,14 +265,13 @@ class PartitionStore:
             log.warning("partition snapshot not rebuilt: %s", exc)
             return False
 
-    def _from_local(
-        self, scope: RelationshipScope, copy: LocalCopy | None, version: str
-    ) -> LocalCopy | None:
-        """``copy``, this process's, if it is of ``version`` (it is dropped if not)."""
+    def _from_local(self, scope: RelationshipScope, version: str) -> LocalCopy | None:
+        key = (scope.tenant_id, scope.relationship_id)
+        copy = self._local.get(key, LOCAL_MAX_AGE_SECONDS)
         if copy is None:
             return None
         if copy.partition.version != version:
-            self._local.drop((scope.tenant_id, scope.relationship_id))
+            self._local.drop(key)
             return None
         self.stats.local += 1
         return copy

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenancy.enums import PrivacyMode
 from tenancy.ids import RelationshipScope
 from tenancy.relationships.directory import RelationshipCard, RelationshipDirectory
+from tether.core.database_errors import DatabaseUnavailable
 from tether.core.ids import new_id
 from tether.core.instruments import count_ingest
 from tether.core.pagination import decode_cursor, next_cursor
@@ -149,7 +150,7 @@ class IngestService:
                 degraded.append("queue")
         try:
             inserted = {t.id for t in await store_turns(self._session, card.scope, accepted)}
-        except SQLAlchemyError as exc:
+        except (SQLAlchemyError, DatabaseUnavailable) as exc:
             await self._release(card, accepted, degraded)
             raise IngestUnavailable("retry the same batch; it was not stored") from exc
         await self._resolve_idempotent(card, inserted, originals, pending)

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.ids import RelationshipScope
 from tenancy.relationships.directory import RelationshipDirectory
+from tether.core.database_errors import DatabaseUnavailable
 from tether.core.tasks import QueueUnavailable, TaskQueue
 from tether.turns.claims import session_counter_key
 from tether.turns.errors import IngestUnavailable
@@ -57,7 +58,7 @@ class SessionService:
             await ChatSessionRepository(self._session, card.scope).end(
                 session_id, "explicit", datetime.now(UTC)
             )
-        except SQLAlchemyError as exc:
+        except (SQLAlchemyError, DatabaseUnavailable) as exc:
             raise IngestUnavailable("the session could not be ended; retry") from exc
         return SessionEnded(session_id, "ending", degraded)
 
