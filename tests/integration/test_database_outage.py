@@ -121,6 +121,11 @@ async def test_an_unreachable_database_is_a_503_and_the_service_recovers(
             assert int(down.headers["retry-after"]) >= 1
             written = await api.post(memories, json={"content": "lost?"}, headers=headers)
             assert written.status_code == 503, written.text
+            health = await api.get("/health")  # never fails; says what is down
+            assert health.status_code == 200, health.text
+            assert health.json()["components"]["postgres"]["status"] == "down"
+            assert "DatabaseUnavailable" in health.json()["components"]["postgres"]["detail"]
+            assert (await api.get("/ready")).status_code == 503
 
             # Postgres accepts connections and drops them (starting up, crashing).
             async with dropping_listener(relay.port):

@@ -11,6 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 import tether
+from tether.core.database_errors import DatabaseUnavailable
 from tether.core.resources import Resources
 from tether.health.heartbeat import last_beat
 from tether.health.schemas import ComponentHealth, HealthRead, HotTierRead, Status
@@ -32,7 +33,7 @@ async def _timed(probe: Probe) -> ComponentHealth:
         status: Status = "ok"
     except TimeoutError:
         status, detail = "down", f"no answer within {PROBE_TIMEOUT_SECONDS:.0f}s"
-    except (SQLAlchemyError, RedisError, OSError, ProbeFailed) as exc:
+    except (SQLAlchemyError, DatabaseUnavailable, RedisError, OSError, ProbeFailed) as exc:
         status, detail = "down", f"{type(exc).__name__}: {exc}"[:300]
     return ComponentHealth(status, round((time.perf_counter() - started) * 1000, 2), detail)
 
