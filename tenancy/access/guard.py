@@ -15,6 +15,7 @@ from tenancy.access.principal import Principal
 from tenancy.access.tenant_policies import TenantPolicies
 from tenancy.audit.log import Actor, AuditLog, rule_text
 from tether.core.database import transaction
+from tether.core.database_errors import DatabaseUnavailable
 from tether.core.errors import Forbidden, Unauthenticated, WrongRegion
 from tether.core.resources import Resources
 
@@ -95,5 +96,5 @@ async def _audit_denial(
                     "rule_source": decision.source,
                 },
             )
-    except SQLAlchemyError as exc:
+    except (SQLAlchemyError, DatabaseUnavailable) as exc:
         log.error("a denied request could not be audited: %s", exc)

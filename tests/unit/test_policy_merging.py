@@ -8,13 +8,15 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.policy_rules import PolicyRule, normalised, refusal
 from tenancy.access.tenant_policies import TenantPolicies
 from tenancy.errors import PolicyUnavailable
+from tether.core.database import create_engine
 from tether.core.ids import TenantId
+from tether.core.settings import Settings
 
 BASE = PolicyEnforcer()
 GRANT = PolicyRule("compliance", "relationship_memory", "read", "allow")
@@ -94,8 +96,9 @@ def test_known_content_rules_are_accepted_and_normalised() -> None:
 
 @pytest.fixture
 async def unreachable() -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    """Sessions on a Postgres address where nothing listens (connection refused)."""
-    engine = create_async_engine("postgresql+asyncpg://tether@127.0.0.1:1/tether")
+    """Sessions on a Postgres address where nothing listens (connection refused), from
+    the production engine (its connect hook raises DatabaseUnavailable)."""
+    engine = create_engine(Settings(database_url="postgresql://tether@127.0.0.1:1/tether"))
     yield async_sessionmaker(engine)
     await engine.dispose()
 

@@ -120,7 +120,7 @@ def handle_database_error(
     if not database_unavailable(exc):
         return handle_unexpected(request, exc)
     # The class names only: a DBAPIError's message quotes the statement's parameters.
-    cause = exc.orig.__cause__ if isinstance(exc, DBAPIError) and exc.orig else None
+    cause = exc.orig.__cause__ if isinstance(exc, DBAPIError) and exc.orig else exc
     log.warning("database unavailable: %s (%s)", type(exc).__name__, type(cause).__name__)
     unavailable = DatabaseUnavailable("the memory store cannot be reached right now; retry")
     return handle_tether_error(request, unavailable)

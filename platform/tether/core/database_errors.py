@@ -14,7 +14,11 @@ from tether.core.errors import ServiceUnavailable
 # them itself (SQLAlchemy wraps only statements' errors, see ``create_engine``); on a
 # statement SQLAlchemy's adapter raises its own error from them.
 _SERVER_UNAVAILABLE = (
-    pg.PostgresConnectionError,  # SQLSTATE class 08
+    # SQLSTATE class 08 but 08P01, a protocol violation, which can be our bug (PgBouncer
+    # reports its own outages with it too; those stay 500s).
+    pg.ClientCannotConnectError,
+    pg.ConnectionRejectionError,
+    pg.ConnectionFailureError,
     pg.ConnectionDoesNotExistError,  # the connection was lost mid-request
     pg.CannotConnectNowError,  # starting up, shutting down, in recovery
     pg.TooManyConnectionsError,
@@ -30,8 +34,10 @@ class DatabaseUnavailable(ServiceUnavailable):
 
 
 def connect_failed(exc: BaseException) -> bool:
-    """Whether connecting failed because Postgres is unreachable or refusing us (any
-    socket error or timeout while connecting; not a wrong password or database)."""
+    """Whether connecting failed because Postgres is unreachable or refusing us: any
+    socket error or timeout while connecting, so a wrong host, port, socket path or TLS
+    setting counts too (the connect warning names the cause); a wrong password, role or
+    database does not."""
     return isinstance(exc, (OSError, *_SERVER_UNAVAILABLE))
 
 
@@ -42,5 +48,5 @@ def database_unavailable(exc: BaseException) -> bool:
         return True
     if isinstance(exc, DBAPIError):
         cause = None if exc.orig is None else exc.orig.__cause__
-        return exc.connection_invalidated or isinstance(cause, (OSError, *_SERVER_UNAVAILABLE))
+        return exc.connection_invalidated or isinstance(cause, _SERVER_UNAVAILABLE)
     return False

@@ -34,7 +34,11 @@ async def _timed(probe: Probe) -> ComponentHealth:
     except TimeoutError:
         status, detail = "down", f"no answer within {PROBE_TIMEOUT_SECONDS:.0f}s"
     except (SQLAlchemyError, DatabaseUnavailable, RedisError, OSError, ProbeFailed) as exc:
-        status, detail = "down", f"{type(exc).__name__}: {exc}"[:300]
+        cause = exc.__cause__ if isinstance(exc, DatabaseUnavailable) else None
+        named = f"{type(exc).__name__}: {exc}" + (
+            f" ({type(cause).__name__}: {cause})" if cause else ""
+        )
+        status, detail = "down", named[:300]
     return ComponentHealth(status, round((time.perf_counter() - started) * 1000, 2), detail)
 
 

@@ -17,7 +17,6 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from tether.core.database import async_url
-from tether.core.database_errors import DatabaseUnavailable
 from tether.core.settings import Settings
 from tether.runtime.migrate import current_async, head_revision
 from tether.runtime.preflight import StartupError, ensure_port_free, ensure_writable_dir
@@ -41,7 +40,6 @@ def _check(name: str, probe: Callable[[], str], fix: str) -> Finding:
         OSError,
         RuntimeError,
         SQLAlchemyError,
-        DatabaseUnavailable,
         RedisError,
     ) as exc:
         return Finding(name, False, f"{type(exc).__name__}: {exc}", fix)
