@@ -8,14 +8,13 @@ from typing import Any
 
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
-from sqlalchemy.exc import SQLAlchemyError
 
 from tenancy.access.policy import Decision
 from tenancy.access.principal import Principal
 from tenancy.access.tenant_policies import TenantPolicies
 from tenancy.audit.log import Actor, AuditLog, rule_text
 from tether.core.database import transaction
-from tether.core.database_errors import DatabaseUnavailable
+from tether.core.database_errors import DATABASE_ERRORS
 from tether.core.errors import Forbidden, Unauthenticated, WrongRegion
 from tether.core.resources import Resources
 
@@ -96,5 +95,5 @@ async def _audit_denial(
                     "rule_source": decision.source,
                 },
             )
-    except (SQLAlchemyError, DatabaseUnavailable) as exc:
+    except DATABASE_ERRORS as exc:
         log.error("a denied request could not be audited: %s", exc)

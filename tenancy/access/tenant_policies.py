@@ -16,7 +16,6 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tenancy.access.policy import PolicyEnforcer
@@ -24,7 +23,7 @@ from tenancy.access.policy_rules import PolicyRule, normalised, refusal
 from tenancy.access.repositories import TenantPolicyRepository
 from tenancy.errors import PolicyUnavailable
 from tether.core.database import TENANT_INFO
-from tether.core.database_errors import DatabaseUnavailable
+from tether.core.database_errors import DATABASE_ERRORS
 from tether.core.ids import TenantId
 
 log = logging.getLogger(__name__)
@@ -89,7 +88,7 @@ class TenantPolicies:
             async with self._sessions() as session:
                 session.info[TENANT_INFO] = str(tenant_id)
                 rows = await TenantPolicyRepository(session, tenant_id).rules()
-        except (SQLAlchemyError, DatabaseUnavailable, OSError) as exc:
+        except (*DATABASE_ERRORS, OSError) as exc:
             self._keep_stale(tenant_id, exc)
             return
         self._store(tenant_id, _acceptable(tenant_id, rows), read_at)

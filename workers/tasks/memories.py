@@ -7,11 +7,10 @@ import uuid
 from datetime import UTC, datetime
 
 from redis.exceptions import RedisError
-from sqlalchemy.exc import SQLAlchemyError
 
 from tenancy.ids import RelationshipScope
 from tether.core.database import transaction
-from tether.core.database_errors import DatabaseUnavailable
+from tether.core.database_errors import DATABASE_ERRORS
 from tether.core.resources import Resources
 from tether.memories.expiry import expire_due
 from tether.memories.repositories import MemoryRepository
@@ -101,7 +100,7 @@ async def _reinforce_all(resources: Resources, entries: list[Entry]) -> int:
         scope = scope_of(tenant_id, relationship_id)
         try:
             reinforced += await _reinforce(resources, scope, [uuid.UUID(i) for i in memory_ids])
-        except (SQLAlchemyError, DatabaseUnavailable) as exc:
+        except DATABASE_ERRORS as exc:
             log.warning("reinforcement of %s failed: %s", relationship_id, exc)
     return reinforced
 

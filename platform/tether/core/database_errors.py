@@ -5,7 +5,7 @@ which is a bug."""
 from __future__ import annotations
 
 import asyncpg.exceptions as pg  # type: ignore[import-untyped]
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from tether.core.errors import ServiceUnavailable
@@ -31,6 +31,11 @@ class DatabaseUnavailable(ServiceUnavailable):
     code = "database_unavailable"
     title = "The database is unavailable"
     retry_after = 1  # a failover or restart takes seconds; clients back off from here
+
+
+# What code that degrades on a database failure catches: SQLAlchemy's errors, and the
+# connect failures it does not wrap (raised as DatabaseUnavailable by the engine's hook).
+DATABASE_ERRORS = (SQLAlchemyError, DatabaseUnavailable)
 
 
 def connect_failed(exc: BaseException) -> bool:

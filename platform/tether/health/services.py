@@ -8,10 +8,9 @@ from collections.abc import Awaitable, Callable
 
 from redis.exceptions import RedisError
 from sqlalchemy import text
-from sqlalchemy.exc import SQLAlchemyError
 
 import tether
-from tether.core.database_errors import DatabaseUnavailable
+from tether.core.database_errors import DATABASE_ERRORS, DatabaseUnavailable
 from tether.core.resources import Resources
 from tether.health.heartbeat import last_beat
 from tether.health.schemas import ComponentHealth, HealthRead, HotTierRead, Status
@@ -33,7 +32,7 @@ async def _timed(probe: Probe) -> ComponentHealth:
         status: Status = "ok"
     except TimeoutError:
         status, detail = "down", f"no answer within {PROBE_TIMEOUT_SECONDS:.0f}s"
-    except (SQLAlchemyError, DatabaseUnavailable, RedisError, OSError, ProbeFailed) as exc:
+    except (*DATABASE_ERRORS, RedisError, OSError, ProbeFailed) as exc:
         cause = exc.__cause__ if isinstance(exc, DatabaseUnavailable) else None
         named = f"{type(exc).__name__}: {exc}" + (
             f" ({type(cause).__name__}: {cause})" if cause else ""

@@ -31,12 +31,11 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tenancy.ids import RelationshipScope
 from tether.core.background import spawn
-from tether.core.database_errors import DatabaseUnavailable
+from tether.core.database_errors import DATABASE_ERRORS
 from tether.core.ids import TenantId
 from tether.core.redis_client import as_bytes
 from tether.core.telemetry import traced
@@ -262,7 +261,7 @@ class PartitionStore:
             if partition is None:
                 return False
             return await self._cold.store_snapshot(sessions, scope, partition)
-        except (SQLAlchemyError, DatabaseUnavailable) as exc:
+        except DATABASE_ERRORS as exc:
             log.warning("partition snapshot not rebuilt: %s", exc)
             return False
 
@@ -359,7 +358,7 @@ class PartitionStore:
                 async with tenant_session(sessions, TenantId(scope.tenant_id)) as session:
                     cold = await self._cold.read_whole(session, scope, version)
                     matrix, has_vector = await self._cold.vectors(session, scope, cold.records)
-            except (SQLAlchemyError, DatabaseUnavailable, RedisError) as exc:
+            except (*DATABASE_ERRORS, RedisError) as exc:
                 log.warning("hot partition not filled: %s", exc)
                 return
             if cold.source == "snapshot":
@@ -380,7 +379,7 @@ class PartitionStore:
             self._remember(scope, full)
             try:
                 await self._cold.store_snapshot(sessions, scope, cold)
-            except (SQLAlchemyError, DatabaseUnavailable) as exc:
+            except DATABASE_ERRORS as exc:
                 log.warning("partition snapshot not stored: %s", exc)
             except Exception:  # a snapshot is derived data: its failure must not stop the fill
                 log.exception("partition snapshot not stored")

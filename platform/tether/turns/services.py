@@ -9,13 +9,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from redis.exceptions import RedisError
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.enums import PrivacyMode
 from tenancy.ids import RelationshipScope
 from tenancy.relationships.directory import RelationshipCard, RelationshipDirectory
-from tether.core.database_errors import DatabaseUnavailable
+from tether.core.database_errors import DATABASE_ERRORS
 from tether.core.ids import new_id
 from tether.core.instruments import count_ingest
 from tether.core.pagination import decode_cursor, next_cursor
@@ -150,7 +149,7 @@ class IngestService:
                 degraded.append("queue")
         try:
             inserted = {t.id for t in await store_turns(self._session, card.scope, accepted)}
-        except (SQLAlchemyError, DatabaseUnavailable) as exc:
+        except DATABASE_ERRORS as exc:
             await self._release(card, accepted, degraded)
             raise IngestUnavailable("retry the same batch; it was not stored") from exc
         await self._resolve_idempotent(card, inserted, originals, pending)

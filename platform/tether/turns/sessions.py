@@ -8,12 +8,11 @@ from datetime import UTC, datetime
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.ids import RelationshipScope
 from tenancy.relationships.directory import RelationshipDirectory
-from tether.core.database_errors import DatabaseUnavailable
+from tether.core.database_errors import DATABASE_ERRORS
 from tether.core.tasks import QueueUnavailable, TaskQueue
 from tether.turns.claims import session_counter_key
 from tether.turns.errors import IngestUnavailable
@@ -58,7 +57,7 @@ class SessionService:
             await ChatSessionRepository(self._session, card.scope).end(
                 session_id, "explicit", datetime.now(UTC)
             )
-        except (SQLAlchemyError, DatabaseUnavailable) as exc:
+        except DATABASE_ERRORS as exc:
             raise IngestUnavailable("the session could not be ended; retry") from exc
         return SessionEnded(session_id, "ending", degraded)
 
