@@ -292,7 +292,9 @@ async def bulk_import(
 ) -> tuple[float, float]:
     """COPY every memory into Postgres; returns (seconds generating, seconds copying)."""
     generating = copying = 0.0
-    engine = create_engine(settings)
+    # VACUUM of a million memories outlasts the service's statement timeout.
+    unlimited = settings.db.model_copy(update={"statement_timeout_seconds": 0})
+    engine = create_engine(settings.model_copy(update={"db": unlimited}))
     async with engine.connect() as conn:
         raw = (await conn.get_raw_connection()).driver_connection
         await register_vector(raw)

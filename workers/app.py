@@ -17,6 +17,7 @@ from celery.signals import (
 from redis import Redis as SyncRedis
 from redis.exceptions import RedisError
 
+from tether.core.database_errors import DatabaseUnavailable
 from tether.core.logging import configure_logging
 from tether.core.redis_client import broker_url
 from tether.core.settings import Settings
@@ -70,6 +71,20 @@ def create_celery(settings: Settings) -> Celery:
     return app
 
 
+def outage_retries(settings: Settings) -> dict[str, Any]:
+    """Task options that retry a task which found Postgres unavailable, until it is back:
+    what it was given (accepted turns, an uploaded document) must not be dropped or
+    marked failed because of an outage. Only for idempotent tasks; periodic ones simply
+    run again on their schedule."""
+    return {
+        "autoretry_for": (DatabaseUnavailable,),
+        "retry_backoff": True,
+        "retry_backoff_max": settings.worker.outage_retry_max_seconds,
+        "retry_jitter": True,
+        "max_retries": None,
+    }
+
+
 def settings_of(celery: Celery) -> Settings:
     settings: Settings = celery.conf.tether_settings
     return settings
@@ -97,6 +112,7 @@ class _Heartbeat:
 _settings = Settings()
 configure_logging(_settings.log_level)
 app = create_celery(_settings)
+OUTAGE_RETRIES = outage_retries(_settings)
 _heartbeat = _Heartbeat(_settings)
 
 

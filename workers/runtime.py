@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import TypeVar
 
+from tether.core.database_errors import DatabaseUnavailable, database_unavailable
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
 
@@ -53,8 +54,17 @@ _runtime = _ProcessRuntime()
 
 
 def run(settings: Settings, job: Callable[[Resources], Awaitable[T]]) -> T:
-    """Run ``job`` on this process's loop with this process's resources."""
-    return _runtime.run(settings, job)
+    """Run ``job`` on this process's loop with this process's resources. Any failure
+    that says Postgres cannot serve now (a lost connection, a full pool, a timeout) is
+    raised as ``DatabaseUnavailable``, which tasks retry (``workers.app.OUTAGE_RETRIES``)."""
+    try:
+        return _runtime.run(settings, job)
+    except DatabaseUnavailable:
+        raise
+    except Exception as exc:
+        if database_unavailable(exc):
+            raise DatabaseUnavailable("the memory store cannot be reached") from exc
+        raise
 
 
 def close() -> None:

@@ -1,18 +1,15 @@
 """When Postgres cannot be reached (a failover, a restart, a cut network), requests that
 need it answer 503 ``database_unavailable`` with ``Retry-After``, not a 500, and the
 service recovers by itself once Postgres is back. The outage is real: the app reaches
-Postgres through a TCP relay that the test cuts (every open connection and the
-listener) and then restores on the same port."""
+Postgres through a TCP relay (tests/pg_relay.py) that the test cuts, restores or stalls."""
 
 from __future__ import annotations
 
 import asyncio
-import glob
+import time
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from contextlib import AsyncExitStack
 from typing import Any
-from urllib.parse import urlsplit
 
 import asyncpg.exceptions as pg
 import pytest
@@ -20,83 +17,13 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from tests.pg_relay import dropping_listener, relay_to
 from tests.support import app_client, resolve_body
 from tether.core.database import create_engine
 from tether.core.database_errors import DatabaseUnavailable, connect_failed, database_unavailable
 from tether.core.settings import Settings
 
 pytestmark = pytest.mark.integration
-
-
-class Relay:
-    """127.0.0.1:``port`` → the Postgres unix socket, until cut."""
-
-    def __init__(self, socket_path: str) -> None:
-        self.socket_path = socket_path
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-
-    async def open(self) -> None:
-        self._server = await asyncio.start_server(self._relay, "127.0.0.1", self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def cut(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        for writer in list(self._writers):
-            writer.close()
-        await self._server.wait_closed()
-        self._writers.clear()
-
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        upstream_reader, upstream_writer = await asyncio.open_unix_connection(self.socket_path)
-        self._writers |= {writer, upstream_writer}
-        await asyncio.gather(
-            _pipe(reader, upstream_writer), _pipe(upstream_reader, writer), return_exceptions=True
-        )
-
-    def url(self, database_url: str) -> str:
-        database = urlsplit(database_url).path
-        return f"postgresql://postgres:@127.0.0.1:{self.port}{database}"
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    finally:
-        with suppress(Exception):
-            writer.close()
-
-
-@asynccontextmanager
-async def relay_to(settings: Settings) -> AsyncIterator[Relay]:
-    socket_dir = urlsplit(settings.require_database_url()).query.removeprefix("host=")
-    (socket_path,) = glob.glob(f"{socket_dir}/.s.PGSQL.*[0-9]")
-    relay = Relay(socket_path)
-    await relay.open()
-    try:
-        yield relay
-    finally:
-        with suppress(Exception):
-            await relay.cut()
-
-
-@asynccontextmanager
-async def dropping_listener(port: int = 0) -> AsyncIterator[int]:
-    """A listener on ``port`` that closes every connection as soon as it is accepted."""
-
-    async def drop(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.close()
-
-    server = await asyncio.start_server(drop, "127.0.0.1", port)
-    try:
-        yield server.sockets[0].getsockname()[1]
-    finally:
-        server.close()
-        await server.wait_closed()
 
 
 async def test_an_unreachable_database_is_a_503_and_the_service_recovers(
@@ -189,3 +116,100 @@ async def test_the_engine_raises_database_unavailable_when_connecting_fails(
             async with engine.connect() as connection:
                 await connection.execute(text("SELECT 1"))
         assert connect_failed(raised.value.__cause__ or ValueError())
+
+
+def _with_timeouts(settings: Settings, url: str, seconds: float) -> Settings:
+    db = settings.db.model_copy(
+        update={"statement_timeout_seconds": seconds, "connect_timeout_seconds": seconds}
+    )
+    return settings.model_copy(update={"database_url": url, "db": db})
+
+
+async def test_connections_that_died_in_the_pool_are_replaced_without_an_error(
+    settings: Settings, client: Any, make_tenant: Any
+) -> None:
+    # A restart or failover that completed between two requests: the pooled connections
+    # are closed; the first request after it reconnects instead of failing.
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    resolved = await client.post("/v1/resolve", json=resolve_body("restart"), headers=headers)
+    memories = f"/v1/relationships/{resolved.json()['relationship_id']}/memories"
+    async with relay_to(settings) as relay:
+        relayed = settings.model_copy(update={"database_url": relay.url(settings.database_url)})
+        async with app_client(relayed) as api:
+            assert (await api.get(memories, headers=headers)).status_code == 200
+            await relay.cut()
+            await relay.open()
+            again = await api.get(memories, headers=headers)
+            assert again.status_code == 200, again.text
+
+
+async def test_a_network_that_drops_everything_is_a_503_within_the_timeouts(
+    settings: Settings, client: Any, make_tenant: Any
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    resolved = await client.post("/v1/resolve", json=resolve_body("stall"), headers=headers)
+    memories = f"/v1/relationships/{resolved.json()['relationship_id']}/memories"
+    async with relay_to(settings) as relay:
+        stalling = _with_timeouts(settings, relay.url(settings.database_url), 1)
+        async with app_client(stalling) as api:
+            assert (await api.get(memories, headers=headers)).status_code == 200
+
+            relay.stall()  # the pooled connections stay open and get no answer
+            started = time.monotonic()
+            down = await api.get(memories, headers=headers)
+            waited = time.monotonic() - started
+            assert down.status_code == 503, down.text
+            assert down.json()["code"] == "database_unavailable"
+            # The checkout's ping (1 s), then one reconnect (1 s): not TCP's minutes.
+            assert waited < 10, waited
+
+            relay.flowing.set()
+            back = await api.get(memories, headers=headers)
+            assert back.status_code == 200, back.text
+
+
+async def test_a_statement_past_the_timeout_closes_its_connection_and_is_cancelled(
+    settings: Settings,
+) -> None:
+    engine = create_engine(_with_timeouts(settings, settings.require_database_url(), 0.5))
+    try:
+        async with engine.connect() as connection:
+            marker = f"tether-timeout-{uuid.uuid4()}"
+            with pytest.raises(DatabaseUnavailable, match="did not answer in time"):
+                await connection.execute(text(f"SELECT pg_sleep(30), '{marker}'"))
+            assert connection.invalidated
+        # asyncpg asked the server to cancel it: it does not run on after the client left.
+        running = text(
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE :q"
+        )
+        pattern = {"q": f"SELECT pg_sleep(30), '{marker}'%"}
+        async with engine.connect() as connection:
+            for _ in range(50):
+                if not await connection.scalar(running, pattern):
+                    break
+                await asyncio.sleep(0.1)
+            assert await connection.scalar(running, pattern) == 0
+            assert await connection.scalar(text("SELECT 1")) == 1
+    finally:
+        await engine.dispose()
+
+
+async def test_a_statement_on_a_connection_that_stops_answering_is_unavailable(
+    settings: Settings,
+) -> None:
+    async with relay_to(settings) as relay:
+        engine = create_engine(_with_timeouts(settings, relay.url(settings.database_url), 0.5))
+        try:
+            async with engine.connect() as connection:
+                assert await connection.scalar(text("SELECT 1")) == 1
+                relay.stall()
+                with pytest.raises(DatabaseUnavailable, match="did not answer in time"):
+                    await connection.execute(text("SELECT 2"))
+                assert connection.invalidated
+            relay.flowing.set()
+            async with engine.connect() as connection:
+                assert await connection.scalar(text("SELECT 3")) == 3
+        finally:
+            await engine.dispose()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 
+from tether.core.database_errors import DatabaseUnavailable
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.knowledge.builtin import BuiltinRagEngine
@@ -12,7 +13,7 @@ from tether.knowledge.documents import INDEX_TASK
 from tether.knowledge.indexing import DocumentIndexer
 from tether.knowledge.storage import document_store
 from tether.providers.configured import rank_weights
-from workers.app import app, settings_of
+from workers.app import OUTAGE_RETRIES, app, settings_of
 from workers.runtime import run
 from workers.services import services_for
 
@@ -53,13 +54,20 @@ async def _give_up(resources: Resources, tenant_id: TenantId, document_id: uuid.
     return (await indexer.fail(document_id, UNEXPECTED)).status
 
 
-@app.task(name=INDEX_TASK, soft_time_limit=SOFT_LIMIT_SECONDS, time_limit=SOFT_LIMIT_SECONDS + 60)
+@app.task(
+    name=INDEX_TASK,
+    soft_time_limit=SOFT_LIMIT_SECONDS,
+    time_limit=SOFT_LIMIT_SECONDS + 60,
+    **OUTAGE_RETRIES,
+)
 def index_document(tenant_id: str, document_id: str) -> str:
     """Parse, chunk, tokenize and embed one uploaded document (idempotent)."""
     tenant, document = TenantId(uuid.UUID(tenant_id)), uuid.UUID(document_id)
     settings = settings_of(app)
     try:
         return run(settings, lambda r: _index(r, tenant, document))
+    except DatabaseUnavailable:
+        raise  # retried until Postgres is back (OUTAGE_RETRIES); failing it would not
     except Exception:  # process edge: a document must not stay "indexing" forever
         log.exception("indexing document %s failed", document_id)
         return run(settings, lambda r: _give_up(r, tenant, document))

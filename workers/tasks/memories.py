@@ -18,7 +18,7 @@ from tether.memories.session_extraction import SessionExtraction
 from tether.recall.reinforcement import REINFORCE_BATCH_TASK, REINFORCE_TASK, Entry
 from tether.turns.sessions import EXTRACT_TASK
 from tether.turns.working_memory import WorkingMemory
-from workers.app import EXPIRY_TASK, app, settings_of
+from workers.app import EXPIRY_TASK, OUTAGE_RETRIES, app, settings_of
 from workers.runtime import run
 from workers.services import WorkerServices, services_for
 from workers.tasks.turns import scope_of
@@ -67,7 +67,7 @@ async def _extract(
     }
 
 
-@app.task(name=EXTRACT_TASK)
+@app.task(name=EXTRACT_TASK, **OUTAGE_RETRIES)
 def extract_session(tenant_id: str, relationship_id: str, session_id: str) -> dict[str, object]:
     """Turn an ended session into memories (idempotent: a session is extracted once)."""
     scope = scope_of(tenant_id, relationship_id)

@@ -18,7 +18,7 @@ from tether.turns.maintenance import (
 )
 from tether.turns.repositories import ChatSessionRepository, TurnRepository
 from tether.turns.sessions import END_TASK, EXTRACT_TASK
-from workers.app import SWEEP_TASK, app, settings_of
+from workers.app import OUTAGE_RETRIES, SWEEP_TASK, app, settings_of
 from workers.runtime import run
 from workers.tasks.turns import scope_of
 
@@ -51,7 +51,7 @@ async def _schedule(resources: Resources, sessions: list[SessionRef]) -> None:
             log.warning("extraction of a session not queued: %s", exc)
 
 
-@app.task(name=END_TASK, bind=True, max_retries=None)
+@app.task(name=END_TASK, bind=True, **OUTAGE_RETRIES)
 def end(
     self: Task[..., str],
     tenant_id: str,

@@ -17,7 +17,7 @@ from tether.core.telemetry import annotate
 from tether.turns.pending import PendingTurn
 from tether.turns.reconcile import reconcile
 from tether.turns.services import PERSIST_TASK, store_turns
-from workers.app import RECONCILE_TASK, app, settings_of
+from workers.app import OUTAGE_RETRIES, RECONCILE_TASK, app, settings_of
 from workers.runtime import run
 
 
@@ -45,7 +45,7 @@ async def _persist(resources: Resources, scope: RelationshipScope, turns: list[P
     return len(inserted)
 
 
-@app.task(name=PERSIST_TASK)
+@app.task(name=PERSIST_TASK, **OUTAGE_RETRIES)
 def persist(tenant_id: str, relationship_id: str, wire: list[list[Any]]) -> int:
     """Insert the turns that are not stored yet. Redelivery (late acks) and the API's
     synchronous fallback may both write a turn: the turn id makes that a no-op."""

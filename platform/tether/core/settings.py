@@ -31,6 +31,10 @@ class DatabaseSettings(BaseModel):
     # before it answers 503 database_unavailable (a chat message cannot wait long).
     pool_timeout_seconds: float = Field(default=5.0, gt=0)
     connect_timeout_seconds: float = Field(default=5.0, gt=0)
+    # How long one statement may go unanswered before its connection is closed and the
+    # request answers 503: bounds a network that drops packets silently (0: no limit).
+    # Long enough for the largest single statement (erasing a user with many memories).
+    statement_timeout_seconds: float = Field(default=30.0, ge=0)
     echo: bool = False
     # The role every connection switches to (SET ROLE): the application role the
     # migrations create, which may not change audit rows and is subject to row-level
@@ -47,6 +51,9 @@ class WorkerSettings(BaseModel):
     visibility_timeout_seconds: int = Field(default=300, ge=1)
     # How often a worker looks for such abandoned tasks.
     restore_interval_seconds: int = Field(default=10, ge=1)
+    # A task that found Postgres unavailable is retried, waiting twice as long each
+    # time (with jitter) up to this, for as long as the outage lasts.
+    outage_retry_max_seconds: int = Field(default=60, ge=1)
 
 
 class IdentitySettings(BaseModel):
