@@ -57,6 +57,7 @@ from redis import Redis
 from resolve import body as resolve_body
 from sqlalchemy import text
 
+from tether.core import task_queues
 from tether.core.database import create_engine
 from tether.core.settings import Settings
 
@@ -402,7 +403,7 @@ async def sample(
     started = time.monotonic()
     while not stop.is_set():
         rss = await asyncio.to_thread(api_rss, supervisor)
-        queue = int(await asyncio.to_thread(broker.llen, "celery"))
+        queue = sum([int(await asyncio.to_thread(broker.llen, q)) for q in task_queues.ALL])
         samples.append(Sample(time.monotonic() - started, rss, queue))
         await pause(stop, every)
 
@@ -540,7 +541,7 @@ def memory_lines(samples: list[Sample], warmup: float) -> float:
         f" slope {slope:+.3f} MB/min over {len(settled)} of {len(samples)} samples"
     )
     queues = [s.queue for s in samples]
-    print(f"celery queue depth: max {max(queues)}, end {queues[-1]}")
+    print(f"celery queue depth (all queues): max {max(queues)}, end {queues[-1]}")
     return slope
 
 

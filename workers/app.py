@@ -14,9 +14,11 @@ from celery.signals import (
     worker_ready,
     worker_shutdown,
 )
+from kombu import Exchange, Queue
 from redis import Redis as SyncRedis
 from redis.exceptions import RedisError
 
+from tether.core import task_queues
 from tether.core.database_errors import DatabaseUnavailable
 from tether.core.logging import configure_logging
 from tether.core.redis_client import broker_url
@@ -42,6 +44,8 @@ def create_celery(settings: Settings) -> Celery:
     """A Celery app bound to ``settings`` with at-least-once delivery."""
     url = broker_url(settings.require_broker_url())
     app = Celery("tether", broker=url, include=TASK_MODULES)
+    # What this worker consumes (``celery worker -Q`` would override it).
+    consumed = [Queue(name, Exchange(name), routing_key=name) for name in settings.worker.queues]
     app.conf.update(
         task_acks_late=True,  # a killed worker's task is redelivered, never lost
         task_reject_on_worker_lost=True,
@@ -49,6 +53,9 @@ def create_celery(settings: Settings) -> Celery:
         task_ignore_result=True,
         task_serializer="json",
         accept_content=["json"],
+        task_routes=task_queues.ROUTES,
+        task_default_queue=task_queues.DEFAULT,
+        task_queues=consumed,
         broker_connection_retry_on_startup=True,
         broker_transport_options={"visibility_timeout": settings.worker.visibility_timeout_seconds},
         worker_hijack_root_logger=False,

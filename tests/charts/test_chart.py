@@ -15,6 +15,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from tether.core import task_queues
+
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "tether"
 KUBE_VERSION = "1.30.0"
@@ -260,6 +262,8 @@ def test_api_probes_health_and_ready_on_its_port(manifests: list[Manifest]) -> N
 def test_workloads_run_their_commands(manifests: list[Manifest]) -> None:
     assert _container(manifests, "Deployment", "api")["command"] == API_COMMAND
     assert _container(manifests, "Deployment", "worker")["command"] == ["tether", "worker"]
+    worker_env = _env(_container(manifests, "Deployment", "worker"))
+    assert worker_env["TETHER_WORKER__QUEUES"]["value"] == ",".join(task_queues.ALL)
     assert _container(manifests, "Deployment", "beat")["command"] == BEAT_COMMAND
     assert _container(manifests, "Job", "migrate")["command"] == ["tether", "migrate", "upgrade"]
     assert _settings(manifests)["TETHER_PORT"] == API_COMMAND[-1]

@@ -26,6 +26,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from tests.conftest import start_worker, stop_worker
 from tests.support import app_client, resolve_body, stalled_redis
+from tether.core import task_queues
 from tether.core.background import drain
 from tether.core.redis_client import create_redis
 from tether.core.settings import Settings
@@ -209,8 +210,9 @@ async def test_metrics_are_scraped_in_prometheus_text_without_an_api_key(
     assert _has(text, "tether_audit_writes_total", decision="deny", object="audit")
     [(_, ratio)] = _samples(text, "tether_recall_hot_hit_ratio")
     assert 0 <= ratio <= 1
-    [(_, depth)] = _samples(text, "tether_queue_depth")
-    assert depth >= 1  # the persist tasks no worker took
+    depths = {labels["queue"]: depth for labels, depth in _samples(text, "tether_queue_depth")}
+    assert depths.keys() == set(task_queues.ALL)
+    assert depths[task_queues.TURNS] >= 1  # the persist tasks no worker took
     assert _has(text, "target_info", service_name="tether-api")
     assert not any(secret in text for secret in SECRETS)
 
@@ -238,7 +240,7 @@ async def test_reads_skipped_in_a_redis_stall_are_counted(
 
 def _queued(settings: Settings, task: str) -> list[dict[str, Any]]:
     broker = SyncRedis.from_url(settings.require_redis_url())
-    messages = [json.loads(raw) for raw in broker.lrange("celery", 0, -1)]
+    messages = [json.loads(raw) for raw in broker.lrange(task_queues.TURNS, 0, -1)]
     return [m for m in messages if m["headers"]["task"] == task]
 
 

@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 
 from tenancy.ids import RelationshipId, RelationshipScope
 from tests.support import count_sql, redis_down_client, resolve_body
+from tether.core import task_queues
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.turns.claims import WorkingMemoryEntry, working_memory_key
@@ -382,7 +383,7 @@ async def test_turns_whose_task_was_lost_are_stored_from_working_memory(
     accepted = (
         await client.post(f"/v1/relationships/{rid}/turns", json=body, headers=headers)
     ).json()
-    await resources.redis.delete("celery")  # the persist task is lost (no worker here)
+    await resources.redis.delete(task_queues.TURNS)  # the persist task is lost (no worker)
     assert await _stored(resources, rid) == 0
     repaired = await reconcile(resources.sessions, resources.redis, older_than_seconds=-1, cap=50)
     assert repaired >= 2

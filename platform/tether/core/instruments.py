@@ -22,6 +22,7 @@ from opentelemetry.metrics import CallbackOptions, Histogram, Observation
 from redis import Redis as SyncRedis
 from redis.exceptions import RedisError
 
+from tether.core import task_queues
 from tether.core.telemetry import span
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,6 @@ log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 
-QUEUE_NAME = "celery"  # the default Celery queue: every task goes there
 LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]
 LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0]
 
@@ -193,11 +193,11 @@ def _observe_queue_depth(_: CallbackOptions) -> Iterable[Observation]:
     if _sources.broker is None:
         return []
     try:
-        depth = int(_sources.broker.llen(QUEUE_NAME))
+        depths = [int(_sources.broker.llen(queue)) for queue in task_queues.ALL]
     except RedisError as exc:
         log.warning("queue depth unavailable: %s", type(exc).__name__)
         return []
-    return [Observation(depth, {"queue": QUEUE_NAME})]
+    return [Observation(d, {"queue": q}) for q, d in zip(task_queues.ALL, depths, strict=True)]
 
 
 HOT_HIT_RATIO = meter.create_observable_gauge(
@@ -210,5 +210,5 @@ QUEUE_DEPTH = meter.create_observable_gauge(
     "tether.queue.depth",
     [_observe_queue_depth],
     unit="{task}",
-    description="Tasks waiting in the broker (LLEN of the Celery queue)",
+    description="Tasks waiting in each broker queue (LLEN)",
 )

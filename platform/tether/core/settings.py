@@ -7,10 +7,12 @@ reads the environment.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from tether.core import task_queues
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 APP_ROLE = "tether_app"
@@ -54,6 +56,21 @@ class WorkerSettings(BaseModel):
     # A task that found Postgres unavailable is retried, waiting twice as long each
     # time (with jitter) up to this, for as long as the outage lasts.
     outage_retry_max_seconds: int = Field(default=60, ge=1)
+    # The broker queues this worker takes tasks from, comma-separated (task_queues.py):
+    # all of them by default; a worker for one kind of work names only its queue.
+    queues: Annotated[tuple[str, ...], NoDecode] = task_queues.ALL
+
+    @field_validator("queues", mode="before")
+    @classmethod
+    def _queue_names(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = tuple(name.strip() for name in value.split(",") if name.strip())
+        if isinstance(value, (tuple, list)):
+            if not value:
+                raise ValueError("name at least one queue")
+            if unknown := sorted(set(value) - set(task_queues.ALL)):
+                raise ValueError(f"unknown queues {unknown}; known: {', '.join(task_queues.ALL)}")
+        return value
 
 
 class IdentitySettings(BaseModel):

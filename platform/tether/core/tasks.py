@@ -16,6 +16,7 @@ from typing import Any
 import anyio.to_thread
 from celery import Celery
 
+from tether.core import task_queues
 from tether.core.redis_client import broker_url
 from tether.core.settings import Settings
 from tether.core.telemetry import publishing
@@ -45,6 +46,8 @@ def celery_sender(url: str, visibility_timeout: int) -> Celery:
             "socket_timeout": BROKER_TIMEOUT_SECONDS,
         },
         task_serializer="json",
+        task_routes=task_queues.ROUTES,
+        task_default_queue=task_queues.DEFAULT,
     )
     return app
 

@@ -25,6 +25,7 @@ from tenancy.models import Creator, CreatorPersona, GlobalUser, Relationship, Us
 from tenancy.relationships.directory import card_key
 from tenancy.resolve.cache import resolve_key
 from tenancy.resolve.schemas import PersonaRef, ResolveRequest, UserRef
+from tether.core import task_queues
 from tether.core.ids import TenantId
 from tether.core.unit_of_work import on_commit
 from tether.profiles.consent_cache import consent_key
@@ -38,9 +39,6 @@ class _Erased:
     tenant_id: uuid.UUID
     relationship_ids: list[uuid.UUID]
     user_keys: list[str]  # the user's consent and resolve entries
-
-
-QUEUES = ("celery",)  # the queues our tasks go to (Celery's default)
 
 
 def _mentions(raw: bytes | str, needles: list[str]) -> bool:
@@ -60,7 +58,7 @@ async def remove_queued_tasks(broker: Redis, relationship_ids: list[uuid.UUID]) 
     running fail on the missing relationship and store nothing."""
     needles = [str(r) for r in relationship_ids]
     removed = 0
-    for queue in QUEUES:
+    for queue in task_queues.ALL:
         for raw in await broker.lrange(queue, 0, -1):
             if _mentions(raw, needles):
                 removed += int(await broker.lrem(queue, 0, raw))  # type: ignore[arg-type]

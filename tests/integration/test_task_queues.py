@@ -1,0 +1,105 @@
+"""Tasks go to a broker queue per kind of work, and a worker takes from its queues in
+turn: a backlog of memory work does not hold back storing turns."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+import pytest
+from redis import Redis as SyncRedis
+from sqlalchemy import func, select
+
+from tests.conftest import start_worker, stop_worker
+from tests.support import resolve_body
+from tether.core import task_queues
+from tether.core.settings import Settings
+from tether.core.tasks import TaskQueue
+from tether.knowledge.documents import INDEX_TASK
+from tether.recall.reinforcement import REINFORCE_TASK
+from tether.turns.models import Turn
+from tether.turns.services import PERSIST_TASK
+from tether.turns.sessions import END_TASK, EXTRACT_TASK
+
+pytestmark = [pytest.mark.integration, pytest.mark.worker]
+
+
+def _depths(settings: Settings) -> dict[str, int]:
+    broker = SyncRedis.from_url(settings.require_redis_url())
+    try:
+        return {queue: int(broker.llen(queue)) for queue in task_queues.ALL}
+    finally:
+        broker.close()
+
+
+def test_the_api_sends_each_task_to_the_queue_of_its_kind(settings: Settings) -> None:
+    sender = TaskQueue(settings)
+    try:
+        for name in (PERSIST_TASK, END_TASK, EXTRACT_TASK, REINFORCE_TASK, INDEX_TASK):
+            sender.send_now(name, [])
+        assert _depths(settings) == {"turns": 2, "memories": 2, "knowledge": 1, "celery": 0}
+    finally:
+        sender.close()
+        SyncRedis.from_url(settings.require_redis_url()).delete(*task_queues.ALL)
+
+
+def test_every_task_the_worker_runs_has_a_queue_it_consumes_by_default(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TETHER_REDIS_URL", settings.require_redis_url())  # read on import
+    from workers.app import app
+
+    app.loader.import_default_modules()  # the task modules, as a worker imports them
+    ours = [name for name in app.tasks if not name.startswith("celery.")]
+    assert len(ours) >= 10
+    consumed = {queue.name for queue in app.conf.task_queues}
+    assert consumed == set(task_queues.ALL)
+    for name in ours:
+        assert app.amqp.router.route({}, name)["queue"].name in consumed, name
+
+
+async def _stored_turns(resources: Any, relationship_id: str) -> int:
+    async with resources.sessions() as session:
+        count = select(func.count()).where(Turn.relationship_id == relationship_id)
+        return int(await session.scalar(count) or 0)
+
+
+async def test_turns_are_stored_ahead_of_a_backlog_of_memory_work(
+    settings: Settings, client: Any, make_tenant: Any, resources: Any
+) -> None:
+    tenant = await make_tenant()
+    gateway = await tenant.key("gateway")
+    resolved = await client.post("/v1/resolve", json=resolve_body("queues"), headers=gateway)
+    rid = resolved.json()["relationship_id"]
+    # A thousand reinforcements (of memories that do not exist: quick no-ops) queued
+    # first, then a turn; with one queue the turn would wait for all of them.
+    sender = TaskQueue(settings)
+    backlog = 1000
+    try:
+        for _ in range(backlog):
+            sender.send_now(REINFORCE_TASK, [tenant.id, rid, [str(uuid.uuid4())]])
+    finally:
+        sender.close()
+    turn = {"session_id": "s-1", "role": "user", "text": "先存我这句话 store this first"}
+    accepted = await client.post(
+        f"/v1/relationships/{rid}/turns", json={"turns": [turn]}, headers=gateway
+    )
+    assert accepted.status_code == 202, accepted.text
+    assert _depths(settings)["memories"] == backlog
+
+    starting = asyncio.create_task(asyncio.to_thread(start_worker, settings))
+    worker = None
+    try:
+        deadline = time.monotonic() + 90
+        while await _stored_turns(resources, rid) == 0:
+            assert time.monotonic() < deadline, "the turn was never stored"
+            await asyncio.sleep(0.02)
+        left = _depths(settings)["memories"]
+        worker = await starting
+        # The worker took the turn's task after at most a few reinforcements.
+        assert left > backlog // 2, left
+    finally:
+        worker = worker or await starting
+        await asyncio.to_thread(stop_worker, worker)
