@@ -26,14 +26,21 @@ from tether.core.settings import Settings
 pytestmark = pytest.mark.integration
 
 
+async def _memories_of_a_new_relationship(
+    client: Any, make_tenant: Any, name: str
+) -> tuple[dict[str, str], str]:
+    """A gateway key's headers and the memories path of a relationship just resolved."""
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    resolved = await client.post("/v1/resolve", json=resolve_body(name), headers=headers)
+    assert resolved.status_code in (200, 201), resolved.text
+    return headers, f"/v1/relationships/{resolved.json()['relationship_id']}/memories"
+
+
 async def test_an_unreachable_database_is_a_503_and_the_service_recovers(
     settings: Settings, client: Any, make_tenant: Any
 ) -> None:
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    resolved = await client.post("/v1/resolve", json=resolve_body("outage"), headers=headers)
-    rid = resolved.json()["relationship_id"]
-    memories = f"/v1/relationships/{rid}/memories"
+    headers, memories = await _memories_of_a_new_relationship(client, make_tenant, "outage")
     async with relay_to(settings) as relay:
         relayed = settings.model_copy(update={"database_url": relay.url(settings.database_url)})
         async with app_client(relayed) as api:
@@ -130,10 +137,7 @@ async def test_connections_that_died_in_the_pool_are_replaced_without_an_error(
 ) -> None:
     # A restart or failover that completed between two requests: the pooled connections
     # are closed; the first request after it reconnects instead of failing.
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    resolved = await client.post("/v1/resolve", json=resolve_body("restart"), headers=headers)
-    memories = f"/v1/relationships/{resolved.json()['relationship_id']}/memories"
+    headers, memories = await _memories_of_a_new_relationship(client, make_tenant, "restart")
     async with relay_to(settings) as relay:
         relayed = settings.model_copy(update={"database_url": relay.url(settings.database_url)})
         async with app_client(relayed) as api:
@@ -147,10 +151,7 @@ async def test_connections_that_died_in_the_pool_are_replaced_without_an_error(
 async def test_a_network_that_drops_everything_is_a_503_within_the_timeouts(
     settings: Settings, client: Any, make_tenant: Any
 ) -> None:
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    resolved = await client.post("/v1/resolve", json=resolve_body("stall"), headers=headers)
-    memories = f"/v1/relationships/{resolved.json()['relationship_id']}/memories"
+    headers, memories = await _memories_of_a_new_relationship(client, make_tenant, "stall")
     async with relay_to(settings) as relay:
         stalling = _with_timeouts(settings, relay.url(settings.database_url), 1)
         async with app_client(stalling) as api:
