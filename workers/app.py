@@ -79,16 +79,16 @@ def create_celery(settings: Settings) -> Celery:
 
 
 def outage_retries(settings: Settings) -> dict[str, Any]:
-    """Task options that retry a task which found Postgres unavailable, until it is back:
-    what it was given (accepted turns, an uploaded document) must not be dropped or
-    marked failed because of an outage. Only for idempotent tasks; periodic ones simply
-    run again on their schedule."""
+    """Task options that retry a task which found Postgres unavailable until it is back
+    (for ``worker.outage_retry_attempts`` attempts): what it was given (accepted turns,
+    an uploaded document) must not be dropped or marked failed because of an outage.
+    Only for idempotent tasks; periodic ones simply run again on their schedule."""
     return {
         "autoretry_for": (DatabaseUnavailable,),
         "retry_backoff": True,
         "retry_backoff_max": settings.worker.outage_retry_max_seconds,
         "retry_jitter": True,
-        "max_retries": None,
+        "max_retries": settings.worker.outage_retry_attempts,
     }
 
 

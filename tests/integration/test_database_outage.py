@@ -21,7 +21,7 @@ from tests.pg_relay import dropping_listener, relay_to
 from tests.support import app_client, resolve_body
 from tether.core.database import create_engine
 from tether.core.database_errors import DatabaseUnavailable, connect_failed, database_unavailable
-from tether.core.settings import Settings
+from tether.core.settings import DatabaseSettings, Settings
 
 pytestmark = pytest.mark.integration
 
@@ -174,27 +174,38 @@ async def test_a_network_that_drops_everything_is_a_503_within_the_timeouts(
 async def test_a_statement_past_the_timeout_closes_its_connection_and_is_cancelled(
     settings: Settings,
 ) -> None:
-    engine = create_engine(_with_timeouts(settings, settings.require_database_url(), 0.5))
-    try:
+    engine = create_engine(_with_timeouts(settings, settings.require_database_url(), 1))
+    # Without the application role: under it, pg_stat_activity hides others' queries.
+    observer = create_engine(settings.model_copy(update={"db": DatabaseSettings()}))
+    marker = f"tether-timeout-{uuid.uuid4()}"
+    running = text("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE :q")
+    pattern = {"q": f"SELECT pg_sleep(30), '{marker}'%"}
+
+    async def sleeping() -> None:
         async with engine.connect() as connection:
-            marker = f"tether-timeout-{uuid.uuid4()}"
             with pytest.raises(DatabaseUnavailable, match="did not answer in time"):
                 await connection.execute(text(f"SELECT pg_sleep(30), '{marker}'"))
             assert connection.invalidated
-        # asyncpg asked the server to cancel it: it does not run on after the client left.
-        running = text(
-            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE :q"
-        )
-        pattern = {"q": f"SELECT pg_sleep(30), '{marker}'%"}
-        async with engine.connect() as connection:
+
+    try:
+        # Autocommit: a transaction would see the activity as of its first look.
+        async with observer.connect() as connection:
+            watch = await connection.execution_options(isolation_level="AUTOCOMMIT")
+            statement = asyncio.create_task(sleeping())
+            await asyncio.sleep(0.5)
+            assert await watch.scalar(running, pattern) == 1  # the observer sees it run
+            await statement
+            # asyncpg asked the server to cancel it: it does not run on without a client.
             for _ in range(50):
-                if not await connection.scalar(running, pattern):
+                if not await watch.scalar(running, pattern):
                     break
                 await asyncio.sleep(0.1)
-            assert await connection.scalar(running, pattern) == 0
+            assert await watch.scalar(running, pattern) == 0
+        async with engine.connect() as connection:
             assert await connection.scalar(text("SELECT 1")) == 1
     finally:
         await engine.dispose()
+        await observer.dispose()
 
 
 async def test_a_statement_on_a_connection_that_stops_answering_is_unavailable(
@@ -214,3 +225,20 @@ async def test_a_statement_on_a_connection_that_stops_answering_is_unavailable(
                 assert await connection.scalar(text("SELECT 3")) == 3
         finally:
             await engine.dispose()
+
+
+async def test_a_write_refused_as_read_only_is_unavailable_and_drops_the_pool(
+    settings: Settings,
+) -> None:
+    # What a demoted primary answers after a failover the pool's connections predate.
+    engine = create_engine(settings)
+    try:
+        async with engine.connect() as connection:
+            await connection.execute(text("SET TRANSACTION READ ONLY"))
+            with pytest.raises(DatabaseUnavailable, match="read-only"):
+                await connection.execute(text("CREATE TABLE read_only_probe (x int)"))
+            assert connection.invalidated
+        async with engine.connect() as connection:
+            assert await connection.scalar(text("SELECT 1")) == 1
+    finally:
+        await engine.dispose()

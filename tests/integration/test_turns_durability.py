@@ -144,6 +144,7 @@ async def test_a_worker_killed_mid_stream_loses_and_duplicates_nothing(
     env = {
         "TETHER_WORKER__VISIBILITY_TIMEOUT_SECONDS": "2",
         "TETHER_WORKER__RESTORE_INTERVAL_SECONDS": "1",
+        "TETHER_WORKER__OUTAGE_RETRY_MAX_SECONDS": "1",  # at most half the above
     }
     worker = start_worker(settings, env)
     before = await _durable(resources)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import uuid
 
+from celery import Task
+
 from tether.core.database_errors import DatabaseUnavailable
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
@@ -56,18 +58,23 @@ async def _give_up(resources: Resources, tenant_id: TenantId, document_id: uuid.
 
 @app.task(
     name=INDEX_TASK,
+    bind=True,
     soft_time_limit=SOFT_LIMIT_SECONDS,
     time_limit=SOFT_LIMIT_SECONDS + 60,
     **OUTAGE_RETRIES,
 )
-def index_document(tenant_id: str, document_id: str) -> str:
+def index_document(self: Task[..., str], tenant_id: str, document_id: str) -> str:
     """Parse, chunk, tokenize and embed one uploaded document (idempotent)."""
     tenant, document = TenantId(uuid.UUID(tenant_id)), uuid.UUID(document_id)
     settings = settings_of(app)
     try:
         return run(settings, lambda r: _index(r, tenant, document))
     except DatabaseUnavailable:
-        raise  # retried until Postgres is back (OUTAGE_RETRIES); failing it would not
+        retries = int(self.request.retries or 0)
+        if retries < settings.worker.outage_retry_attempts:
+            raise  # retried (OUTAGE_RETRIES): an outage must not fail the document
+        log.exception("indexing document %s: no database after %d retries", document_id, retries)
+        return run(settings, lambda r: _give_up(r, tenant, document))
     except Exception:  # process edge: a document must not stay "indexing" forever
         log.exception("indexing document %s failed", document_id)
         return run(settings, lambda r: _give_up(r, tenant, document))

@@ -59,16 +59,19 @@ def end(
     session_id: str,
     expected_turns: int | None,
     reason: str,
+    waited: int = 0,
 ) -> str:
     """Close the session once every turn the API accepted for it is durable (waiting up
-    to ``ingest.end_wait_seconds``), then queue its extraction."""
+    to ``ingest.end_wait_seconds``), then queue its extraction. ``waited``: seconds
+    waited so far; counted apart from retries during a database outage, which must not
+    use the wait up and close the session before its last turns are stored."""
     settings = settings_of(app)
     scope = scope_of(tenant_id, relationship_id)
     if expected_turns:
         durable = run(settings, lambda r: _durable_count(r, scope, session_id))
-        retries = int(self.request.retries or 0)
-        if durable < expected_turns and retries < settings.ingest.end_wait_seconds:
-            raise self.retry(countdown=1)
+        if durable < expected_turns and waited < settings.ingest.end_wait_seconds:
+            arguments = (tenant_id, relationship_id, session_id, expected_turns, reason)
+            raise self.retry(args=arguments, kwargs={"waited": waited + 1}, countdown=1)
     run(settings, lambda r: _end(r, scope, session_id, reason))
     return "ended"
 

@@ -91,7 +91,8 @@ def create_engine(settings: Settings) -> AsyncEngine:
         },
         echo=settings.db.echo,
     )
-    engine_faults.install(engine, timeout)
+    # A ping answers as quickly as a connect does, or the connection is given up.
+    engine_faults.install(engine, timeout, ping_timeout=settings.db.connect_timeout_seconds)
 
     role = settings.db.role
     if role:

@@ -16,6 +16,7 @@ import logging
 import time
 from typing import Any
 
+import asyncpg.exceptions as pg  # type: ignore[import-untyped]
 from sqlalchemy import event
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.exc import InvalidatePoolError
@@ -50,16 +51,21 @@ _warn_connect_failed = _RateLimitedWarning("cannot connect to Postgres: %s: %s")
 _warn_timed_out = _RateLimitedWarning(
     "a statement got no answer from Postgres within %s s; its connection was closed"
 )
+_warn_read_only = _RateLimitedWarning(
+    "Postgres refused a write as read-only (a standby, or a demoted primary after a "
+    "failover); dropping the pool's connections"
+)
 _warn_stale = _RateLimitedWarning(
     "a pooled connection did not answer a ping (%s); reconnecting and dropping the pool"
 )
 
 
-def install(engine: AsyncEngine, statement_timeout: float | None) -> None:
+def install(engine: AsyncEngine, statement_timeout: float | None, ping_timeout: float) -> None:
     """Map ``engine``'s faults to ``DatabaseUnavailable`` (``statement_timeout``: the
-    engine's, for the log). Pings each pooled connection on checkout, so the engine must
-    not (``pool_pre_ping=False``): SQLAlchemy's own ping lets a timeout escape unmapped
-    and keeps the connection."""
+    engine's, for the log). Pings each pooled connection on checkout, waiting at most
+    ``ping_timeout``, so the engine must not (``pool_pre_ping=False``): SQLAlchemy's own
+    ping lets a timeout escape as a bare ``TimeoutError``, and wraps its query in a
+    transaction whose rollback then waits a second timeout."""
     sync_engine = engine.sync_engine
 
     @event.listens_for(sync_engine, "do_connect")
@@ -75,7 +81,14 @@ def install(engine: AsyncEngine, statement_timeout: float | None) -> None:
             raise
 
     @event.listens_for(sync_engine, "handle_error")
-    def _timed_out(context: ExceptionContext) -> BaseException | None:
+    def _timed_out_or_read_only(context: ExceptionContext) -> BaseException | None:
+        if isinstance(context.original_exception.__cause__, pg.ReadOnlySQLTransactionError):
+            # A demoted primary (a failover the pool's connections predate): they all
+            # point at the wrong server, so the pool reconnects (DNS or a proxy finds
+            # the new primary). Only a write says so; reads there answer as before.
+            context.is_disconnect = True
+            _warn_read_only()
+            return DatabaseUnavailable("the memory store is read-only (a failover?); retry")
         if not isinstance(context.original_exception, TimeoutError):
             return None
         # No answer in time: a dropped network or a stuck server. asyncpg has asked the
@@ -94,15 +107,16 @@ def install(engine: AsyncEngine, statement_timeout: float | None) -> None:
     def _ping(dbapi_connection: Any, record: Any, _: Any) -> None:
         if record.info.pop(_FRESH, False):
             return
+        raw = dbapi_connection.driver_connection
         try:
-            dbapi_connection.ping()
+            # One simple query outside any transaction (fine behind PgBouncer); not ";",
+            # whose empty answer asyncpg fails to decode.
+            dbapi_connection.run_async(lambda c: c.execute("SELECT 1", timeout=ping_timeout))
         except Exception as exc:
-            dialect = sync_engine.dialect
-            closed = isinstance(exc, dialect.loaded_dbapi.Error) and dialect.is_disconnect(
-                exc, dbapi_connection, None
-            )
-            if not (closed or isinstance(exc, TimeoutError)):
+            # Closed, or a socket error or timeout (what counts when connecting counts here).
+            if not (raw.is_closed() or connect_failed(exc)):
                 raise
+            raw.terminate()  # a cancel may be in flight: do not wait for it
             # As SQLAlchemy's own ping does: the pool's other connections are as old as
             # this one; the pool reconnects (a failed connect raises the hook's error).
             _warn_stale(type(exc).__name__)

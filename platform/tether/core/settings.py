@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tether.core import task_queues
@@ -54,11 +54,24 @@ class WorkerSettings(BaseModel):
     # How often a worker looks for such abandoned tasks.
     restore_interval_seconds: int = Field(default=10, ge=1)
     # A task that found Postgres unavailable is retried, waiting twice as long each
-    # time (with jitter) up to this, for as long as the outage lasts.
+    # time (with jitter) up to this; below the visibility timeout, or a waiting retry
+    # would be delivered a second time.
     outage_retry_max_seconds: int = Field(default=60, ge=1)
+    # Then it fails as before (about four hours of outage at the default wait): a
+    # statement that times out every time is not an outage but a bug, and must not
+    # keep a document "indexing" for ever.
+    outage_retry_attempts: int = Field(default=500, ge=0)
     # The broker queues this worker takes tasks from, comma-separated (task_queues.py):
     # all of them by default; a worker for one kind of work names only its queue.
     queues: Annotated[tuple[str, ...], NoDecode] = task_queues.ALL
+
+    @model_validator(mode="after")
+    def _retries_wait_less_than_the_visibility_timeout(self) -> WorkerSettings:
+        if self.outage_retry_max_seconds * 2 > self.visibility_timeout_seconds:
+            raise ValueError(
+                "outage_retry_max_seconds must be at most half of visibility_timeout_seconds"
+            )
+        return self
 
     @field_validator("queues", mode="before")
     @classmethod

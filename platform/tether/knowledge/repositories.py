@@ -173,14 +173,21 @@ class DocumentRepository(TenantScopedRepository[KnowledgeDocument]):
         await self._session.execute(statement)
 
 
+# Chunks per INSERT (a few hundred milliseconds each).
+CHUNK_INSERT_PAGE = 2_000
+
+
 class ChunkRepository(TenantScopedRepository[KnowledgeChunk]):
     model = KnowledgeChunk
 
     async def replace(self, document_id: uuid.UUID, rows: Sequence[dict[str, Any]]) -> None:
-        """The document's chunks become ``rows`` (in this transaction)."""
+        """The document's chunks become ``rows`` (in this transaction), inserted in pages:
+        the statement timeout bounds each statement, and the largest upload makes about
+        35,000 chunks, which as one statement took about as long as the timeout."""
         await self.remove(document_id)
-        if rows:
-            values = [{**row, "tenant_id": self._tenant_id} for row in rows]
+        for start in range(0, len(rows), CHUNK_INSERT_PAGE):
+            page = rows[start : start + CHUNK_INSERT_PAGE]
+            values = [{**row, "tenant_id": self._tenant_id} for row in page]
             await self._session.execute(insert(KnowledgeChunk), values)
 
     async def remove(self, document_id: uuid.UUID) -> None:
