@@ -37,16 +37,22 @@ FIXED_REPLICAS = {
     "ingress": {"enabled": True},
 }
 
+# Indexing in a worker Deployment of its own, the other queues in the main one.
+WORKER_POOLS = {
+    "worker": {"queues": ["turns", "memories", "celery"]},
+    "workerPools": [{"name": "knowledge", "queues": ["knowledge"], "replicaCount": 2}],
+}
+
 Manifest = dict[str, Any]
 
 
 def _values(value_set: str) -> dict[str, Any] | None:
     if value_set in REGIONS:
         return helm.values_from_yaml((CHART / REGIONS[value_set]).read_text())
-    return FIXED_REPLICAS if value_set == "fixed-replicas" else None
+    return {"fixed-replicas": FIXED_REPLICAS, "worker-pools": WORKER_POOLS}.get(value_set)
 
 
-VALUE_SETS = ["default", *REGIONS, "fixed-replicas"]
+VALUE_SETS = ["default", *REGIONS, "fixed-replicas", "worker-pools"]
 
 
 def _parse(rendered: dict[str, str]) -> list[Manifest]:
@@ -137,13 +143,43 @@ def test_every_object_validates_against_kubernetes_1_30_strict(manifests: list[M
 
 def test_renders_the_workloads_and_their_companions(manifests: list[Manifest]) -> None:
     kinds = sorted(m["kind"] for m in manifests)
-    assert kinds.count("Deployment") == 3
+    assert kinds.count("Deployment") == 3 + len(_pools(manifests))
     assert kinds.count("Job") == 1
     assert kinds.count("ConfigMap") == 2
     assert kinds.count("Service") == 1
     assert kinds.count("PodDisruptionBudget") == 2
-    names = {m["metadata"]["name"] for m in manifests if m["kind"] == "Deployment"}
-    assert {name.rsplit("-", 1)[1] for name in names} == {"api", "worker", "beat"}
+    deployments = _of_kind(manifests, "Deployment")
+    components = {m["metadata"]["labels"]["app.kubernetes.io/component"] for m in deployments}
+    assert components == {"api", "worker", "beat", *_pools(manifests)}
+
+
+def _pools(manifests: list[Manifest]) -> list[str]:
+    """The components of the extra worker pools rendered."""
+    return [
+        m["metadata"]["labels"]["app.kubernetes.io/component"]
+        for m in _of_kind(manifests, "Deployment")
+        if m["metadata"]["labels"]["app.kubernetes.io/component"].startswith("worker-")
+    ]
+
+
+def test_a_worker_pool_takes_only_its_queues(renders: dict[str, list[Manifest]]) -> None:
+    pooled = renders["worker-pools"]
+    assert _pools(pooled) == ["worker-knowledge"]
+    knowledge = _component(pooled, "Deployment", "worker-knowledge")
+    assert knowledge["metadata"]["name"] == "tether-worker-pools-worker-knowledge"
+    assert knowledge["spec"]["replicas"] == 2
+    (container,) = knowledge["spec"]["template"]["spec"]["containers"]
+    env = _env(container)
+    assert env["TETHER_WORKER__QUEUES"]["value"] == "knowledge"
+    assert env["TETHER_WORKER__CONCURRENCY"]["value"] == "2"
+    assert env["OTEL_SERVICE_NAME"]["value"] == "tether-worker-knowledge"
+    assert container["command"] == ["tether", "worker"]
+    main = _env(_container(pooled, "Deployment", "worker"))
+    assert main["TETHER_WORKER__QUEUES"]["value"] == "turns,memories,celery"
+    # Its pods are its own: the main worker's selector does not take them.
+    labels = knowledge["spec"]["template"]["metadata"]["labels"]
+    selector = _component(pooled, "Deployment", "worker")["spec"]["selector"]["matchLabels"]
+    assert not selector.items() <= labels.items()
 
 
 def test_autoscalers_target_existing_deployments_that_leave_replicas_to_them(
@@ -263,7 +299,8 @@ def test_workloads_run_their_commands(manifests: list[Manifest]) -> None:
     assert _container(manifests, "Deployment", "api")["command"] == API_COMMAND
     assert _container(manifests, "Deployment", "worker")["command"] == ["tether", "worker"]
     worker_env = _env(_container(manifests, "Deployment", "worker"))
-    assert worker_env["TETHER_WORKER__QUEUES"]["value"] == ",".join(task_queues.ALL)
+    if not _pools(manifests):
+        assert worker_env["TETHER_WORKER__QUEUES"]["value"] == ",".join(task_queues.ALL)
     assert _container(manifests, "Deployment", "beat")["command"] == BEAT_COMMAND
     assert _container(manifests, "Job", "migrate")["command"] == ["tether", "migrate", "upgrade"]
     assert _settings(manifests)["TETHER_PORT"] == API_COMMAND[-1]

@@ -1,6 +1,7 @@
 """How the engine turns Postgres being unable to serve into ``DatabaseUnavailable``:
-a failed connect, a statement that outlived its timeout, and a pooled connection that
-no longer answers when it is checked out (decision 0019).
+a failed connect, a statement that outlived its timeout, a write refused as read-only
+(a demoted primary), and a pooled connection that no longer answers when it is checked
+out (decision 0019).
 
 A network that drops packets silently (a failed-over primary whose address vanished,
 a partition) closes nothing: without a timeout, a statement on a pooled connection
