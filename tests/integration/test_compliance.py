@@ -10,7 +10,7 @@ import uuid
 
 import httpx
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.exc import DBAPIError
 
 from tests.support import resolve_body, wait_for_hot_copy
@@ -18,6 +18,7 @@ from tether.core.database import TENANT_INFO, create_engine, create_session_fact
 from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.profiles.consent_cache import consent_key
+from tether.rights import erasure
 
 pytestmark = pytest.mark.integration
 
@@ -407,6 +408,39 @@ async def test_erasure_leaves_nothing_of_the_user_in_postgres_or_redis(
     ).status_code == 404
     [event] = await _audit(client, tenant, action="erasure")
     assert marker not in json.dumps(event)
+
+
+async def test_erasure_deletes_the_largest_tables_page_by_page(
+    client, make_tenant, resources, monkeypatch
+) -> None:
+    # One cascade over a heavy user's rows would outlast the statement timeout on every
+    # try; each statement deletes at most ERASE_PAGE rows of a relationship.
+    monkeypatch.setattr(erasure, "ERASE_PAGE", 2)
+    tenant = await make_tenant()
+    gateway = await tenant.key("gateway")
+    rel = await _relationship(client, gateway, f"erase-pages-{uuid.uuid4().hex[:8]}")
+    rid, user = rel["relationship_id"], rel["global_user_id"]
+    body = {"memories": [{"content": f"分页删除的记忆 memory {i}"} for i in range(5)]}
+    created = await client.post(
+        f"/v1/relationships/{rid}/memories/batch", json=body, headers=gateway
+    )
+    assert created.status_code == 200, created.text
+    statements: list[str] = []
+
+    def seen(_conn, _cursor, statement, *_: object) -> None:
+        statements.append(statement)
+
+    event.listen(resources.engine.sync_engine, "before_cursor_execute", seen)
+    try:
+        erased = await client.delete(f"/v1/users/{user}", headers=tenant.admin)
+    finally:
+        event.remove(resources.engine.sync_engine, "before_cursor_execute", seen)
+    assert erased.status_code == 200, erased.text
+    pages = [s for s in statements if s.lstrip().startswith("DELETE FROM memories ")]
+    assert len(pages) == 3  # 2 + 2 + 1: the short page ends it
+    assert (
+        await client.get(f"/v1/relationships/{rid}/memories", headers=gateway)
+    ).status_code == 404
 
 
 async def test_row_level_security_hides_other_tenants_even_without_a_filter(

@@ -35,7 +35,7 @@ class DatabaseSettings(BaseModel):
     connect_timeout_seconds: float = Field(default=5.0, gt=0)
     # How long one statement may go unanswered before its connection is closed and the
     # request answers 503: bounds a network that drops packets silently (0: no limit).
-    # Long enough for the largest single statement (erasing a user with many memories).
+    # Statements that touch many rows (erasure, a document's chunks) go in pages under it.
     statement_timeout_seconds: float = Field(default=30.0, ge=0)
     echo: bool = False
     # The role every connection switches to (SET ROLE): the application role the

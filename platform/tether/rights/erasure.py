@@ -28,8 +28,10 @@ from tenancy.resolve.schemas import PersonaRef, ResolveRequest, UserRef
 from tether.core import task_queues
 from tether.core.ids import TenantId
 from tether.core.unit_of_work import on_commit
+from tether.memories.models import ConsolidationRecord, Memory, MemoryVersion
 from tether.profiles.consent_cache import consent_key
 from tether.recall.hot import partition_keys
+from tether.turns.models import Turn
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +95,30 @@ async def _forget_in_queue(broker_url: str, erased: _Erased) -> None:
         await broker.aclose()
 
 
+# A relationship's rows in its largest tables are deleted this many per statement
+# before the cascade takes the rest: one cascade over a heavy user's millions of rows
+# would outlast the statement timeout (decision 0019) on every try, and the user could
+# never be erased. All in the erasure's one transaction.
+ERASE_PAGE = 10_000
+_Paged = type[Turn] | type[Memory] | type[MemoryVersion] | type[ConsolidationRecord]
+PAGED_TABLES: tuple[_Paged, ...] = (MemoryVersion, ConsolidationRecord, Memory, Turn)
+
+
+async def _delete_in_pages(
+    session: AsyncSession,
+    model: _Paged,
+    tenant_id: uuid.UUID,
+    relationship_id: uuid.UUID,
+) -> None:
+    owned = (model.tenant_id == tenant_id) & (model.relationship_id == relationship_id)
+    while True:
+        page = select(model.id).where(owned).limit(ERASE_PAGE).scalar_subquery()
+        paged = delete(model).where(owned, model.id.in_(page))
+        deleted = await session.execute(paged.execution_options(synchronize_session=False))
+        if deleted.rowcount < ERASE_PAGE:  # type: ignore[attr-defined]
+            return
+
+
 class ErasureService(UserEraser):
     def __init__(
         self, session: AsyncSession, redis: Redis, principal: Principal, broker_url: str
@@ -133,6 +159,9 @@ class ErasureService(UserEraser):
             for _, facet, persona, creator in rows
         ]
         erased = _Erased(tenant_id, [rid for rid, *_ in rows], keys)
+        for relationship_id in erased.relationship_ids:
+            for model in PAGED_TABLES:
+                await _delete_in_pages(self._session, model, tenant_id, relationship_id)
         # Everything of the user hangs off the user row by ON DELETE CASCADE: facets,
         # relationships, turns, sessions, memories and their versions, the consolidation
         # log, ownership events, profile fields, consent records.
