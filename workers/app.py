@@ -109,7 +109,7 @@ class _Heartbeat:
         period = self._settings.worker.heartbeat_seconds
         while not self._stop.is_set():
             with contextlib.suppress(RedisError):  # Redis briefly away: the next beat tells
-                beat(client, ttl_seconds=period * 3)
+                beat(client, ttl_seconds=period * 3, queues=self._settings.worker.queues)
             self._stop.wait(period)
 
     def stop(self) -> None:

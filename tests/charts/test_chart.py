@@ -243,6 +243,23 @@ def test_provider_keys_are_secret_refs_too(renders: dict[str, list[Manifest]]) -
     assert all("value" not in e and "secretKeyRef" in e["valueFrom"] for e in providers)
 
 
+@pytest.mark.parametrize(
+    ("values", "refusal"),
+    [
+        ({"workerPools": [{"queues": ["knowledge"]}]}, "must be 1-22 lowercase"),
+        ({"workerPools": [{"name": "Big_Pool", "queues": ["knowledge"]}]}, "must be 1-22"),
+        ({"workerPools": [{"name": "empty", "queues": []}]}, "name at least one queue"),
+        ({"workerPools": [{"name": "typo", "queues": ["knowlege"]}]}, 'unknown queue "knowlege"'),
+        ({"worker": {"queues": ["turns", "memories"]}}, "no worker takes the knowledge queue"),
+    ],
+)
+def test_worker_pools_that_would_crash_or_leave_a_queue_untaken_are_refused(
+    chart: helm.Chart, values: dict[str, Any], refusal: str
+) -> None:
+    with pytest.raises(helm.HelmRenderError, match=refusal):
+        chart.render(values, name="tether", namespace="tether")
+
+
 def test_a_url_in_extra_env_is_refused(chart: helm.Chart) -> None:
     values = {"config": {"extraEnv": {"TETHER_DATABASE_URL": "postgresql://u:p@db/tether"}}}
     with pytest.raises(helm.HelmRenderError, match="would put a secret into a ConfigMap"):

@@ -103,3 +103,25 @@ async def test_turns_are_stored_ahead_of_a_backlog_of_memory_work(
     finally:
         worker = worker or await starting
         await asyncio.to_thread(stop_worker, worker)
+
+
+async def test_health_wants_a_worker_taking_turns_not_just_any_worker(
+    settings: Settings, client: Any
+) -> None:
+    # Only an indexing pool is up: nothing would store turns, and /health says so.
+    worker = await asyncio.to_thread(
+        start_worker, settings, {"TETHER_WORKER__QUEUES": task_queues.KNOWLEDGE}
+    )
+    try:
+        health = (await client.get("/health")).json()["components"]["worker"]
+        assert health["status"] != "ok", health
+        assert "turns" in health["detail"]
+    finally:
+        await asyncio.to_thread(stop_worker, worker)
+    worker = await asyncio.to_thread(start_worker, settings)
+    try:
+        health = (await client.get("/health")).json()["components"]["worker"]
+        assert health["status"] == "ok", health
+        assert "no worker takes" not in health["detail"]
+    finally:
+        await asyncio.to_thread(stop_worker, worker)

@@ -1,4 +1,8 @@
-"""The worker heartbeat: workers write a short-lived key, health checks read it."""
+"""The worker heartbeat: workers write short-lived keys, health checks read them.
+
+One key for any worker, and one per queue a worker takes tasks from: with worker pools
+(decision 0020) a live indexing pool must not hide that nothing stores turns.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import json
 import os
 import socket
 import time
+from collections.abc import Sequence
 
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
@@ -13,16 +18,29 @@ from redis.asyncio import Redis
 HEARTBEAT_KEY = "tether:worker:heartbeat"
 
 
-def beat(client: SyncRedis, ttl_seconds: float) -> None:
-    """Record that a worker on this host is alive (called from the worker process)."""
-    payload = {"host": socket.gethostname(), "pid": os.getpid(), "at": time.time()}
-    client.set(HEARTBEAT_KEY, json.dumps(payload), px=int(ttl_seconds * 1000))
+def queue_key(queue: str) -> str:
+    return f"{HEARTBEAT_KEY}:{queue}"
 
 
-async def last_beat(client: Redis) -> dict[str, object] | None:
-    """The latest heartbeat, or None when no worker beat within its TTL."""
-    raw = await client.get(HEARTBEAT_KEY)
-    if raw is None:
-        return None
-    value = json.loads(raw)
-    return value if isinstance(value, dict) else None
+def beat(client: SyncRedis, ttl_seconds: float, queues: Sequence[str]) -> None:
+    """Record that a worker on this host, taking ``queues``, is alive (called from the
+    worker process)."""
+    payload = json.dumps(
+        {"host": socket.gethostname(), "pid": os.getpid(), "at": time.time(), "queues": queues}
+    )
+    ttl = int(ttl_seconds * 1000)
+    with client.pipeline(transaction=False) as pipe:
+        for key in (HEARTBEAT_KEY, *(queue_key(q) for q in queues)):
+            pipe.set(key, payload, px=ttl)
+        pipe.execute()
+
+
+async def last_beats(client: Redis, queues: Sequence[str]) -> dict[str, dict[str, object]]:
+    """The latest heartbeat of a worker taking each of ``queues``, for those a worker
+    beat for within its TTL."""
+    raws = await client.mget([queue_key(q) for q in queues])
+    beats = {}
+    for queue, raw in zip(queues, raws, strict=True):
+        if raw is not None and isinstance(value := json.loads(raw), dict):
+            beats[queue] = value
+    return beats

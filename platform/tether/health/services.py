@@ -10,15 +10,20 @@ from redis.exceptions import RedisError
 from sqlalchemy import text
 
 import tether
+from tether.core import task_queues
 from tether.core.database_errors import DATABASE_ERRORS, DatabaseUnavailable
 from tether.core.resources import Resources
-from tether.health.heartbeat import last_beat
+from tether.health.heartbeat import last_beats
 from tether.health.schemas import ComponentHealth, HealthRead, HotTierRead, Status
 from tether.recall.hot import TierStats
 from tether.runtime.migrate import head_revision
 
 PROBE_TIMEOUT_SECONDS = 2.0
 Probe = Callable[[], Awaitable[str]]
+
+
+# The queues whose workers /health looks for (the legacy one needs none).
+WORK_QUEUES = (task_queues.TURNS, task_queues.MEMORIES, task_queues.KNOWLEDGE)
 
 
 class ProbeFailed(Exception):
@@ -77,10 +82,16 @@ class HealthService:
         # A PING first: an answer ends a stall pause (tether.core.redis_client), which
         # would otherwise skip the heartbeat read and report the worker gone.
         await self._resources.redis.ping()
-        beat = await last_beat(self._resources.redis)
-        if beat is None:
-            raise ProbeFailed("no worker heartbeat; start one with `tether worker`")
-        return f"heartbeat from {beat.get('host')} pid {beat.get('pid')}"
+        beats = await last_beats(self._resources.redis, WORK_QUEUES)
+        missing = [queue for queue in WORK_QUEUES if queue not in beats]
+        if task_queues.TURNS in missing:  # turns would not be stored
+            raise ProbeFailed(
+                f"no heartbeat of a worker taking the {task_queues.TURNS} queue; "
+                "start one with `tether worker`"
+            )
+        beat = beats[task_queues.TURNS]
+        found = f"heartbeat from {beat.get('host')} pid {beat.get('pid')}"
+        return found if not missing else f"{found}; no worker takes {', '.join(missing)}"
 
     async def check(self) -> HealthRead:
         probes: dict[str, Probe] = {

@@ -98,8 +98,10 @@ async def _forget_in_queue(broker_url: str, erased: _Erased) -> None:
 # A relationship's rows in its largest tables are deleted this many per statement
 # before the cascade takes the rest: one cascade over a heavy user's millions of rows
 # would outlast the statement timeout (decision 0019) on every try, and the user could
-# never be erased. All in the erasure's one transaction.
-ERASE_PAGE = 10_000
+# never be erased. All in the erasure's one transaction. Large pages: each page's
+# subquery scans past the rows earlier pages deleted (4M rows took 48 s in 10,000-row
+# pages against 6 s as one statement, in a review's measurement).
+ERASE_PAGE = 100_000
 _Paged = type[Turn] | type[Memory] | type[MemoryVersion] | type[ConsolidationRecord]
 PAGED_TABLES: tuple[_Paged, ...] = (MemoryVersion, ConsolidationRecord, Memory, Turn)
 
