@@ -71,7 +71,9 @@ def end(
         durable = run(settings, lambda r: _durable_count(r, scope, session_id))
         if durable < expected_turns and waited < settings.ingest.end_wait_seconds:
             arguments = (tenant_id, relationship_id, session_id, expected_turns, reason)
-            raise self.retry(args=arguments, kwargs={"waited": waited + 1}, countdown=1)
+            # Not bounded by the outage retries' limit: the wait has its own.
+            waiting = {"waited": waited + 1}
+            raise self.retry(args=arguments, kwargs=waiting, countdown=1, max_retries=None)
     run(settings, lambda r: _end(r, scope, session_id, reason))
     return "ended"
 
