@@ -19,9 +19,10 @@ import pytest
 from redis import Redis as SyncRedis
 
 from tether.app import bind_resources, create_app, with_outer_middleware
+from tether.core import task_queues
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import APP_ROLE, Settings
-from tether.health.heartbeat import HEARTBEAT_KEY
+from tether.health.heartbeat import queue_key
 from tether.providers.configured import warm_up
 from tether.runtime import migrate
 from tether.runtime.embedded_postgres import EmbeddedPostgres
@@ -112,12 +113,15 @@ def start_worker(
 ) -> subprocess.Popen[bytes]:
     """Start a real solo Celery worker and wait for its first heartbeat."""
     redis = SyncRedis.from_url(settings.require_redis_url())
-    redis.delete(HEARTBEAT_KEY)
-    command = [*worker_command(settings, with_beat=False), "--pool", "solo"]
     env = worker_env(settings) | {"TETHER_WORKER__HEARTBEAT_SECONDS": "0.5"} | (extra_env or {})
+    # Its beat for the first queue it takes.
+    first_queue = env.get("TETHER_WORKER__QUEUES", task_queues.TURNS).split(",")[0].strip()
+    heartbeat = queue_key(first_queue)
+    redis.delete(heartbeat)
+    command = [*worker_command(settings, with_beat=False), "--pool", "solo"]
     worker = subprocess.Popen(command, env=env, stdout=sys.stderr, stderr=sys.stderr)
     deadline = time.monotonic() + 60
-    while redis.get(HEARTBEAT_KEY) is None:
+    while redis.get(heartbeat) is None:
         if worker.poll() is not None:
             raise RuntimeError(f"the worker exited with {worker.returncode}")
         if time.monotonic() > deadline:

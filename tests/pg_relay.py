@@ -50,6 +50,10 @@ class Relay:
             return_exceptions=True,
         )
 
+    def settings_for(self, settings: Settings) -> Settings:
+        """``settings`` with Postgres reached through this relay."""
+        return settings.model_copy(update={"database_url": self.url(settings.database_url)})
+
     def url(self, database_url: str) -> str:
         database = urlsplit(database_url).path
         return f"postgresql://postgres:@127.0.0.1:{self.port}{database}"

@@ -15,13 +15,14 @@ from typing import Any
 import httpx
 import numpy as np
 from redis.asyncio import Redis
-from sqlalchemy import event
+from sqlalchemy import event, func, select
 
 from tether.app import bind_resources, create_app, with_outer_middleware
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
 from tether.recall.loaded import LoadedPartition
 from tether.recall.query_read import QueryPartition
+from tether.turns.models import Turn
 
 # Memories of one relationship in English and Chinese, for the snapshot tests.
 MIXED_MEMORIES = [
@@ -73,6 +74,20 @@ def resolve_body(
         "facet": facet,
         "persona": {"external_id": persona, "creator_external_id": creator},
     }
+
+
+async def resolved_relationship(client: httpx.AsyncClient, headers: Any, user: str) -> str:
+    """The id of the relationship ``user`` resolves to (created if new)."""
+    resolved = await client.post("/v1/resolve", json=resolve_body(user), headers=headers)
+    assert resolved.status_code in (200, 201), resolved.text
+    return str(resolved.json()["relationship_id"])
+
+
+async def stored_turns(resources: Resources, relationship_id: str) -> int:
+    """How many turns of the relationship are in Postgres (a session sees every tenant)."""
+    async with resources.sessions() as session:
+        count = select(func.count()).where(Turn.relationship_id == relationship_id)
+        return int(await session.scalar(count) or 0)
 
 
 @asynccontextmanager

@@ -59,12 +59,10 @@ def run(settings: Settings, job: Callable[[Resources], Awaitable[T]]) -> T:
     raised as ``DatabaseUnavailable``, which tasks retry (``workers.app.OUTAGE_RETRIES``)."""
     try:
         return _runtime.run(settings, job)
-    except DatabaseUnavailable:
-        raise
     except Exception as exc:
-        if database_unavailable(exc):
-            raise DatabaseUnavailable("the memory store cannot be reached") from exc
-        raise
+        if isinstance(exc, DatabaseUnavailable) or not database_unavailable(exc):
+            raise
+        raise DatabaseUnavailable("the memory store cannot be reached") from exc
 
 
 def close() -> None:

@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from tests.pg_relay import dropping_listener, relay_to
-from tests.support import app_client, resolve_body
+from tests.support import app_client, resolved_relationship
 from tether.core.database import create_engine
 from tether.core.database_errors import DatabaseUnavailable, connect_failed, database_unavailable
 from tether.core.settings import DatabaseSettings, Settings
@@ -30,47 +30,43 @@ async def _memories_of_a_new_relationship(
     client: Any, make_tenant: Any, name: str
 ) -> tuple[dict[str, str], str]:
     """A gateway key's headers and the memories path of a relationship just resolved."""
-    tenant = await make_tenant()
-    headers = await tenant.key("gateway")
-    resolved = await client.post("/v1/resolve", json=resolve_body(name), headers=headers)
-    assert resolved.status_code in (200, 201), resolved.text
-    return headers, f"/v1/relationships/{resolved.json()['relationship_id']}/memories"
+    headers = await (await make_tenant()).key("gateway")
+    rid = await resolved_relationship(client, headers, name)
+    return headers, f"/v1/relationships/{rid}/memories"
 
 
 async def test_an_unreachable_database_is_a_503_and_the_service_recovers(
     settings: Settings, client: Any, make_tenant: Any
 ) -> None:
     headers, memories = await _memories_of_a_new_relationship(client, make_tenant, "outage")
-    async with relay_to(settings) as relay:
-        relayed = settings.model_copy(update={"database_url": relay.url(settings.database_url)})
-        async with app_client(relayed) as api:
-            assert (await api.get(memories, headers=headers)).status_code == 200
+    async with relay_to(settings) as relay, app_client(relay.settings_for(settings)) as api:
+        assert (await api.get(memories, headers=headers)).status_code == 200
 
-            await relay.cut()
-            down = await api.get(memories, headers=headers)
-            assert down.status_code == 503, down.text
-            assert down.headers["content-type"].startswith("application/problem+json")
-            assert down.json()["code"] == "database_unavailable"
-            assert down.json()["request_id"]
-            assert int(down.headers["retry-after"]) >= 1
-            written = await api.post(memories, json={"content": "lost?"}, headers=headers)
-            assert written.status_code == 503, written.text
-            health = await api.get("/health")  # never fails; says what is down
-            assert health.status_code == 200, health.text
-            assert health.json()["components"]["postgres"]["status"] == "down"
-            assert "DatabaseUnavailable" in health.json()["components"]["postgres"]["detail"]
-            assert (await api.get("/ready")).status_code == 503
+        await relay.cut()
+        down = await api.get(memories, headers=headers)
+        assert down.status_code == 503, down.text
+        assert down.headers["content-type"].startswith("application/problem+json")
+        assert down.json()["code"] == "database_unavailable"
+        assert down.json()["request_id"]
+        assert int(down.headers["retry-after"]) >= 1
+        written = await api.post(memories, json={"content": "lost?"}, headers=headers)
+        assert written.status_code == 503, written.text
+        health = await api.get("/health")  # never fails; says what is down
+        assert health.status_code == 200, health.text
+        assert health.json()["components"]["postgres"]["status"] == "down"
+        assert "DatabaseUnavailable" in health.json()["components"]["postgres"]["detail"]
+        assert (await api.get("/ready")).status_code == 503
 
-            # Postgres accepts connections and drops them (starting up, crashing).
-            async with dropping_listener(relay.port):
-                dropped = await api.get(memories, headers=headers)
-            assert dropped.status_code == 503, dropped.text
-            assert dropped.json()["code"] == "database_unavailable"
+        # Postgres accepts connections and drops them (starting up, crashing).
+        async with dropping_listener(relay.port):
+            dropped = await api.get(memories, headers=headers)
+        assert dropped.status_code == 503, dropped.text
+        assert dropped.json()["code"] == "database_unavailable"
 
-            await relay.open()  # the same port: Postgres is back
-            back = await api.get(memories, headers=headers)
-            assert back.status_code == 200, back.text
-            assert back.json()["items"] == []  # the write during the outage was refused
+        await relay.open()  # the same port: Postgres is back
+        back = await api.get(memories, headers=headers)
+        assert back.status_code == 200, back.text
+        assert back.json()["items"] == []  # the write during the outage was refused
 
 
 def _translated(cause: BaseException) -> DBAPIError:
@@ -138,14 +134,12 @@ async def test_connections_that_died_in_the_pool_are_replaced_without_an_error(
     # A restart or failover that completed between two requests: the pooled connections
     # are closed; the first request after it reconnects instead of failing.
     headers, memories = await _memories_of_a_new_relationship(client, make_tenant, "restart")
-    async with relay_to(settings) as relay:
-        relayed = settings.model_copy(update={"database_url": relay.url(settings.database_url)})
-        async with app_client(relayed) as api:
-            assert (await api.get(memories, headers=headers)).status_code == 200
-            await relay.cut()
-            await relay.open()
-            again = await api.get(memories, headers=headers)
-            assert again.status_code == 200, again.text
+    async with relay_to(settings) as relay, app_client(relay.settings_for(settings)) as api:
+        assert (await api.get(memories, headers=headers)).status_code == 200
+        await relay.cut()
+        await relay.open()
+        again = await api.get(memories, headers=headers)
+        assert again.status_code == 200, again.text
 
 
 async def test_a_network_that_drops_everything_is_a_503_within_the_timeouts(

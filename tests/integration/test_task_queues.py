@@ -10,16 +10,14 @@ from typing import Any
 
 import pytest
 from redis import Redis as SyncRedis
-from sqlalchemy import func, select
 
 from tests.conftest import start_worker, stop_worker
-from tests.support import resolve_body
+from tests.support import resolved_relationship, stored_turns
 from tether.core import task_queues
 from tether.core.settings import Settings
 from tether.core.tasks import TaskQueue
 from tether.knowledge.documents import INDEX_TASK
 from tether.recall.reinforcement import REINFORCE_TASK
-from tether.turns.models import Turn
 from tether.turns.services import PERSIST_TASK
 from tether.turns.sessions import END_TASK, EXTRACT_TASK
 
@@ -60,19 +58,12 @@ def test_every_task_the_worker_runs_has_a_queue_it_consumes_by_default(
         assert app.amqp.router.route({}, name)["queue"].name in consumed, name
 
 
-async def _stored_turns(resources: Any, relationship_id: str) -> int:
-    async with resources.sessions() as session:
-        count = select(func.count()).where(Turn.relationship_id == relationship_id)
-        return int(await session.scalar(count) or 0)
-
-
 async def test_turns_are_stored_ahead_of_a_backlog_of_memory_work(
     settings: Settings, client: Any, make_tenant: Any, resources: Any
 ) -> None:
     tenant = await make_tenant()
     gateway = await tenant.key("gateway")
-    resolved = await client.post("/v1/resolve", json=resolve_body("queues"), headers=gateway)
-    rid = resolved.json()["relationship_id"]
+    rid = await resolved_relationship(client, gateway, "queues")
     # A thousand reinforcements (of memories that do not exist: quick no-ops) queued
     # first, then a turn; with one queue the turn would wait for all of them.
     sender = TaskQueue(settings)
@@ -93,7 +84,7 @@ async def test_turns_are_stored_ahead_of_a_backlog_of_memory_work(
     worker = None
     try:
         deadline = time.monotonic() + 90
-        while await _stored_turns(resources, rid) == 0:
+        while await stored_turns(resources, rid) == 0:
             assert time.monotonic() < deadline, "the turn was never stored"
             await asyncio.sleep(0.02)
         left = _depths(settings)["memories"]

@@ -10,29 +10,15 @@ import time
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
 
 from tests.conftest import start_worker, stop_worker
 from tests.pg_relay import relay_to
-from tests.support import resolve_body
-from tether.core.database import create_engine, create_session_factory
+from tests.support import resolved_relationship, stored_turns
 from tether.core.settings import Settings
-from tether.turns.models import Turn
 
 pytestmark = [pytest.mark.integration, pytest.mark.worker]
 
 BASES = "/v1/knowledge-bases"
-
-
-async def _stored_turns(settings: Settings, relationship_id: str) -> int:
-    engine = create_engine(settings)
-    try:
-        # A session: it names its tenant to row-level security (here every tenant).
-        async with create_session_factory(engine)() as session:
-            count = select(func.count()).where(Turn.relationship_id == relationship_id)
-            return int(await session.scalar(count) or 0)
-    finally:
-        await engine.dispose()
 
 
 async def _document_status(client: Any, base: str, document: str, headers: Any) -> str:
@@ -42,18 +28,17 @@ async def _document_status(client: Any, base: str, document: str, headers: Any) 
 
 
 async def test_tasks_wait_out_a_database_outage_and_finish_once_it_is_over(
-    settings: Settings, client: Any, make_tenant: Any
+    settings: Settings, client: Any, make_tenant: Any, resources: Any
 ) -> None:
     tenant = await make_tenant()
     gateway = await tenant.key("gateway")
-    resolved = await client.post("/v1/resolve", json=resolve_body("worker-out"), headers=gateway)
-    rid = resolved.json()["relationship_id"]
+    rid = await resolved_relationship(client, gateway, "worker-out")
     created = await client.post(BASES, json={"name": "outage"}, headers=tenant.admin)
     assert created.status_code == 201, created.text
     base = created.json()["id"]
 
     async with relay_to(settings) as relay:
-        relayed = settings.model_copy(update={"database_url": relay.url(settings.database_url)})
+        relayed = relay.settings_for(settings)
         quick = {"TETHER_WORKER__OUTAGE_RETRY_MAX_SECONDS": "1"}
         worker = await asyncio.to_thread(start_worker, relayed, quick)
         try:
@@ -76,13 +61,13 @@ async def test_tasks_wait_out_a_database_outage_and_finish_once_it_is_over(
 
             await asyncio.sleep(4)  # the worker's tasks fail on Postgres and are retried
             assert worker.poll() is None
-            assert await _stored_turns(settings, rid) == 0
+            assert await stored_turns(resources, rid) == 0
             assert await _document_status(client, base, document, tenant.admin) != "failed"
 
             await relay.open()  # Postgres is back
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
-                stored = await _stored_turns(settings, rid)
+                stored = await stored_turns(resources, rid)
                 status = await _document_status(client, base, document, tenant.admin)
                 if stored == 3 and status in ("ready", "failed"):
                     break

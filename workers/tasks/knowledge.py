@@ -69,12 +69,9 @@ def index_document(self: Task[..., str], tenant_id: str, document_id: str) -> st
     settings = settings_of(app)
     try:
         return run(settings, lambda r: _index(r, tenant, document))
-    except DatabaseUnavailable:
+    except Exception as exc:  # process edge: a document must not stay "indexing" forever
         retries = int(self.request.retries or 0)
-        if retries < settings.worker.outage_retry_attempts:
+        if isinstance(exc, DatabaseUnavailable) and retries < settings.worker.outage_retry_attempts:
             raise  # retried (OUTAGE_RETRIES): an outage must not fail the document
-        log.exception("indexing document %s: no database after %d retries", document_id, retries)
-        return run(settings, lambda r: _give_up(r, tenant, document))
-    except Exception:  # process edge: a document must not stay "indexing" forever
-        log.exception("indexing document %s failed", document_id)
+        log.exception("indexing document %s failed (retried %d times)", document_id, retries)
         return run(settings, lambda r: _give_up(r, tenant, document))

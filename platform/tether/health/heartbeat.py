@@ -1,7 +1,7 @@
 """The worker heartbeat: workers write short-lived keys, health checks read them.
 
-One key for any worker, and one per queue a worker takes tasks from: with worker pools
-(decision 0020) a live indexing pool must not hide that nothing stores turns.
+One key per queue a worker takes tasks from: with worker pools (decision 0020) a live
+indexing pool must not hide that nothing stores turns.
 """
 
 from __future__ import annotations
@@ -15,11 +15,9 @@ from collections.abc import Sequence
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
-HEARTBEAT_KEY = "tether:worker:heartbeat"
-
 
 def queue_key(queue: str) -> str:
-    return f"{HEARTBEAT_KEY}:{queue}"
+    return f"tether:worker:heartbeat:{queue}"
 
 
 def beat(client: SyncRedis, ttl_seconds: float, queues: Sequence[str]) -> None:
@@ -30,8 +28,8 @@ def beat(client: SyncRedis, ttl_seconds: float, queues: Sequence[str]) -> None:
     )
     ttl = int(ttl_seconds * 1000)
     with client.pipeline(transaction=False) as pipe:
-        for key in (HEARTBEAT_KEY, *(queue_key(q) for q in queues)):
-            pipe.set(key, payload, px=ttl)
+        for queue in queues:
+            pipe.set(queue_key(queue), payload, px=ttl)
         pipe.execute()
 
 

@@ -35,13 +35,7 @@ def _check(name: str, probe: Callable[[], str], fix: str) -> Finding:
         return Finding(name, True, probe())
     except StartupError as exc:
         return Finding(name, False, exc.cause, exc.fix)
-    except (
-        ImportError,
-        OSError,
-        RuntimeError,
-        SQLAlchemyError,
-        RedisError,
-    ) as exc:
+    except (ImportError, OSError, RuntimeError, SQLAlchemyError, RedisError) as exc:
         return Finding(name, False, f"{type(exc).__name__}: {exc}", fix)
 
 
