@@ -29,6 +29,7 @@ from tether.runtime import migrate
 from tether.runtime.embedded_postgres import EmbeddedPostgres
 from tether.runtime.embedded_redis import EmbeddedRedis
 
+HOT_REDIS_VARIABLE = "TETHER_HOT_REDIS_URL"
 _TIMING = re.compile(rb"server-timing: app;dur=([0-9.]+)", re.IGNORECASE)
 _LENGTH = re.compile(rb"content-length: (\d+)", re.IGNORECASE)
 
@@ -37,10 +38,14 @@ _LENGTH = re.compile(rb"content-length: (\d+)", re.IGNORECASE)
 def services(shared_buffers: str | None = None) -> Iterator[tuple[str, str]]:
     """Fresh embedded Postgres + Redis in a temp dir, migrated; yields their URLs.
 
+    As the embedded runtime does, a second Redis (a cache, without persistence) holds the
+    hot tier: its URL is ``TETHER_HOT_REDIS_URL`` in this process's environment while the
+    block runs, so the API and worker processes a bench starts use it (``hot_redis_url``).
     ``shared_buffers`` (e.g. "2GB") restarts Postgres with that buffer pool instead of
     the embedded default (128 MB), as a database server would be sized."""
     with tempfile.TemporaryDirectory(prefix="tb") as tmp:
         postgres, redis = EmbeddedPostgres(Path(tmp)), EmbeddedRedis(Path(tmp))
+        hot = EmbeddedRedis(Path(tmp), cache=True)
         try:
             database_url = postgres.start()
             if shared_buffers:
@@ -50,11 +55,19 @@ def services(shared_buffers: str | None = None) -> Iterator[tuple[str, str]]:
                 postgres.stop()
                 database_url = postgres.start()
             redis_url = redis.start()
+            os.environ[HOT_REDIS_VARIABLE] = hot.start()
             migrate.upgrade(database_url)
             yield database_url, redis_url
         finally:
+            os.environ.pop(HOT_REDIS_VARIABLE, None)
+            hot.stop()
             redis.stop()
             postgres.stop()
+
+
+def hot_redis_url() -> str:
+    """The hot tier's Redis of the running ``services`` block."""
+    return os.environ[HOT_REDIS_VARIABLE]
 
 
 def free_port() -> int:

@@ -70,7 +70,7 @@ import httpx
 import numpy as np
 import numpy.typing as npt
 import redis
-from _harness import Run, api_server, load, post, seed, services
+from _harness import Run, api_server, hot_redis_url, load, post, seed, services
 from pgvector.asyncpg import register_vector
 from sqlalchemy import text
 
@@ -496,7 +496,7 @@ class Bench:
     port: int
     token: str
     population: Population
-    redis_client: redis.Redis
+    redis_client: redis.Redis  # the hot tier's Redis (version tokens, copies)
     rng: random.Random
     database_url: str
     maker: RowMaker
@@ -606,7 +606,7 @@ def run_scale(n: int, args: argparse.Namespace, pools: Pools | None) -> dict[str
             f" on {os.cpu_count()} CPUs (other processes share them)"
         )
         with api_server(database_url, redis_url, args.workers) as port:
-            client = redis.Redis.from_url(redis_url)
+            client = redis.Redis.from_url(hot_redis_url())  # the hot tier's
             bench = Bench(port, token, population, client, rng, database_url, maker)
             p95 |= measure(bench, args)
     return p95

@@ -79,6 +79,7 @@ def main() -> None:
         p95 = {}
         with stalled_listener() as stalled:
             os.environ["TETHER_BROKER_URL"] = redis_url
+            os.environ["TETHER_HOT_REDIS_URL"] = stalled  # the hot tier's cache is stalled too
             for name, pause in (("pause off (0 s)", "0"), ("pause on (2 s)", "2")):
                 os.environ["TETHER_REDIS_STALL_SECONDS"] = pause
                 with api_server(database_url, stalled, 1) as port:

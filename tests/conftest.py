@@ -55,6 +55,16 @@ def redis_server(runtime_dir: Path) -> Iterator[EmbeddedRedis]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def hot_redis_server(runtime_dir: Path) -> Iterator[EmbeddedRedis]:
+    """The hot tier's own Redis, as the embedded runtime starts it (decision 0021): every
+    test then catches a partition key read or written in the wrong Redis."""
+    server = EmbeddedRedis(runtime_dir, cache=True)
+    server.start()
+    yield server
+    server.stop()
+
+
 def _module_db_name(request: pytest.FixtureRequest) -> str:
     name = re.sub(r"[^a-z0-9_]", "_", request.module.__name__.lower())[-40:]
     return f"t_{name}"
@@ -65,18 +75,21 @@ def settings(
     request: pytest.FixtureRequest,
     pg_server: EmbeddedPostgres,
     redis_server: EmbeddedRedis,
+    hot_redis_server: EmbeddedRedis,
     runtime_dir: Path,
 ) -> Settings:
-    """Settings pointing at this module's own database and Redis db."""
+    """Settings pointing at this module's own database and Redis dbs."""
     db_name = _module_db_name(request)
     pg_server.psql(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE);')
     pg_server.ensure_database(db_name, template=TEMPLATE_DB)
     redis_db = next(_redis_dbs)
-    SyncRedis(unix_socket_path=str(redis_server.socket_path), db=redis_db).flushdb()
+    for server in (redis_server, hot_redis_server):
+        SyncRedis(unix_socket_path=str(server.socket_path), db=redis_db).flushdb()
     return Settings(
         _env_file=None,  # type: ignore[call-arg]
         database_url=pg_server.url(db_name),
         redis_url=f"unix://{redis_server.socket_path}?db={redis_db}",
+        hot_redis_url=f"unix://{hot_redis_server.socket_path}?db={redis_db}",
         data_dir=runtime_dir / db_name,
         # As in production: the application role, under row-level security, which may
         # not change audit rows.

@@ -45,8 +45,8 @@ async def wait_for_snapshot(resources: Resources, rid: str, seconds: float = 5) 
 
 async def evict(resources: Resources, rid: str) -> None:
     """As Redis's TTL or an invalidation does: no local, no Redis copy."""
-    for key in await resources.redis.keys(f"tether:*:*:{rid}"):
-        await resources.redis.delete(key)
+    for key in await resources.hot_redis.keys(f"tether:*:*:{rid}"):
+        await resources.hot_redis.delete(key)
 
 
 async def large(client: Any, headers: dict[str, str], user: str) -> tuple[str, list[str]]:
@@ -85,7 +85,7 @@ async def search_filled_from_snapshot(
     before = await fills(client)
     cold = await search(client, headers, rid, query)
     assert cold["tier"] == "cold"
-    await wait_for_hot_copy(resources.redis, rid)
+    await wait_for_hot_copy(resources.hot_redis, rid)
     assert await fills(client) == (before[0] + 1, before[1]), "not filled from the snapshot"
     kept = await search(client, headers, rid, query)
     assert kept["tier"] == "local"
@@ -109,7 +109,7 @@ async def snapshot_then_evict(
     # The batch's write started a rebuild in the background: from rows or from it.
     first = await search(client, headers, rid, "cello")
     assert first["tier"] == "cold"
-    await wait_for_hot_copy(resources.redis, rid)
+    await wait_for_hot_copy(resources.hot_redis, rid)
     await wait_for_snapshot(resources, rid)
     await evict(resources, rid)
 

@@ -105,8 +105,10 @@ async def app_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
 def redis_down_client(
     settings: Settings, tmp_path: Path
 ) -> AbstractAsyncContextManager[httpx.AsyncClient]:
-    """A client of an app on the same Postgres whose Redis is unreachable."""
-    return app_client(settings.model_copy(update={"redis_url": f"unix://{tmp_path}/absent.sock"}))
+    """A client of an app on the same Postgres whose Redis (both: the hot tier's too,
+    as in a deployment with one Redis) is unreachable."""
+    absent = f"unix://{tmp_path}/absent.sock"
+    return app_client(settings.model_copy(update={"redis_url": absent, "hot_redis_url": absent}))
 
 
 @contextmanager

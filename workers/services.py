@@ -49,7 +49,7 @@ def services_for(resources: Resources) -> WorkerServices:
             # A worker never ranks, it only invalidates (and rebuilds snapshots after
             # its writes): no local partition copies, no background work.
             PartitionStore(
-                resources.redis,
+                resources.hot_redis,
                 rank_weights(settings),
                 settings.recall.hot_ttl_seconds,
                 0,

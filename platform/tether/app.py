@@ -53,7 +53,7 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
     app.state.turn_claims = TurnClaims(resources.redis, resources.settings.ingest)
     recall = resources.settings.recall
     app.state.partitions = PartitionStore(
-        resources.redis,
+        resources.hot_redis,
         rank_weights(resources.settings),
         recall.hot_ttl_seconds,
         recall.local_partitions,

@@ -27,6 +27,7 @@ API_COMMAND += ["--host", ALL_INTERFACES, "--port", "8000"]
 BEAT_COMMAND = ["python", "-m", "celery", "-A", "workers.app", "beat"]
 BEAT_COMMAND += ["--schedule", f"{TMP}/celerybeat-schedule"]
 SECRET_URLS = {"TETHER_DATABASE_URL", "TETHER_REDIS_URL"}
+HOT_REDIS_URL = "TETHER_HOT_REDIS_URL"
 REGIONS = {"eu-west": "values-eu-west.yaml", "cn-north": "values-cn-north.yaml"}
 # Overrides on top of the defaults that reach the templates' other branches.
 FIXED_REPLICAS = {
@@ -227,11 +228,11 @@ def test_no_secret_object_is_rendered(manifests: list[Manifest]) -> None:
 def test_connection_urls_come_only_from_secret_key_refs(manifests: list[Manifest]) -> None:
     for container in _containers(manifests):
         env = _env(container)
-        for name in SECRET_URLS & env.keys():
+        for name in (SECRET_URLS | {HOT_REDIS_URL}) & env.keys():
             assert "value" not in env[name]
             assert set(env[name]["valueFrom"]["secretKeyRef"]) >= {"name", "key"}
     for config_map in _of_kind(manifests, "ConfigMap"):
-        assert not SECRET_URLS & config_map["data"].keys()
+        assert not (SECRET_URLS | {HOT_REDIS_URL}) & config_map["data"].keys()
     api_env = _env(_container(manifests, "Deployment", "api"))
     assert api_env.keys() >= SECRET_URLS
 
@@ -260,10 +261,25 @@ def test_worker_pools_that_would_crash_or_leave_a_queue_untaken_are_refused(
         chart.render(values, name="tether", namespace="tether")
 
 
-def test_a_url_in_extra_env_is_refused(chart: helm.Chart) -> None:
-    values = {"config": {"extraEnv": {"TETHER_DATABASE_URL": "postgresql://u:p@db/tether"}}}
+@pytest.mark.parametrize("name", ["TETHER_DATABASE_URL", HOT_REDIS_URL])
+def test_a_url_in_extra_env_is_refused(chart: helm.Chart, name: str) -> None:
+    values = {"config": {"extraEnv": {name: "postgresql://u:p@db/tether"}}}
     with pytest.raises(helm.HelmRenderError, match="would put a secret into a ConfigMap"):
         chart.render(values, name="tether", namespace="tether")
+
+
+def test_the_hot_tier_redis_reaches_every_pod_alike_or_none(
+    renders: dict[str, list[Manifest]],
+) -> None:
+    """A worker invalidating partitions in another Redis than the API reads them from
+    would leave stale copies: every container that has the Redis gets the same one."""
+    secret = {"name": "tether-eu-west-hot-redis", "key": "redis-url"}
+    expected = {"name": HOT_REDIS_URL, "valueFrom": {"secretKeyRef": secret}}
+    for name, manifests in renders.items():
+        envs = [_env(c) for c in _containers(manifests)]
+        refs = [env.get(HOT_REDIS_URL) for env in envs if "TETHER_REDIS_URL" in env]
+        assert refs, name
+        assert all(r == (expected if name == "eu-west" else None) for r in refs), name
 
 
 def test_each_region_references_its_own_secrets(renders: dict[str, list[Manifest]]) -> None:

@@ -10,8 +10,9 @@ async def test_health_reports_every_component_with_latency(client: httpx.AsyncCl
     response = await client.get("/health")
     assert response.status_code == 200
     body = response.json()
-    assert set(body["components"]) == {"postgres", "pgvector", "migrations", "redis", "worker"}
-    for name in ("postgres", "pgvector", "migrations", "redis"):
+    components = {"postgres", "pgvector", "migrations", "redis", "hot_redis", "worker"}
+    assert set(body["components"]) == components
+    for name in ("postgres", "pgvector", "migrations", "redis", "hot_redis"):
         assert body["components"][name]["status"] == "ok", body
         assert body["components"][name]["latency_ms"] >= 0
     assert "pgvector 0.8" in body["components"]["pgvector"]["detail"]

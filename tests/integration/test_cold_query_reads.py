@@ -69,7 +69,7 @@ async def _cold_then_hot(
     await evict(resources, rid)
     cold = await client.post(path, json=body, headers=headers)
     assert cold.status_code == 200, cold.text
-    await wait_for_hot_copy(resources.redis, rid)
+    await wait_for_hot_copy(resources.hot_redis, rid)
     hot = await client.post(path, json=body, headers=headers)
     assert hot.status_code == 200, hot.text
     return cold.json(), hot.json()

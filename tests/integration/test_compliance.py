@@ -366,7 +366,7 @@ async def test_erasure_leaves_nothing_of_the_user_in_postgres_or_redis(
         "/v1/context", json={"relationship_id": rid, "query": marker}, headers=gateway
     )  # fills the card, consent and partition caches
     assert marker in context.json()["context"]
-    await wait_for_hot_copy(resources.redis, rid)  # no fill lands after the erasure
+    await wait_for_hot_copy(resources.hot_redis, rid)  # no fill lands after the erasure
     assert await resources.redis.exists(consent_key(uuid.UUID(tenant.id), uuid.UUID(user)))
     assert (
         await client.delete(f"/v1/users/{user}", headers=gateway)
@@ -393,16 +393,17 @@ async def test_erasure_leaves_nothing_of_the_user_in_postgres_or_redis(
                 {"m": f"%{marker}%"},
             )
             assert hits == 0, f"{table} still holds the erased user's data"
-    for key in await resources.redis.keys("*"):
-        kind = await resources.redis.type(key)
-        values = (
-            [await resources.redis.get(key)]
-            if kind == b"string"
-            else (await resources.redis.lrange(key, 0, -1) if kind == b"list" else [])
-        )
-        assert not any(v and marker.encode() in v for v in values), key
-        assert user.encode() not in key, key
-        assert rid.encode() not in key, key
+    for redis in (resources.redis, resources.hot_redis):  # the hot tier's Redis too
+        for key in await redis.keys("*"):
+            kind = await redis.type(key)
+            values = (
+                [await redis.get(key)]
+                if kind == b"string"
+                else (await redis.lrange(key, 0, -1) if kind == b"list" else [])
+            )
+            assert not any(v and marker.encode() in v for v in values), key
+            assert user.encode() not in key, key
+            assert rid.encode() not in key, key
     assert (
         await client.get(f"/v1/relationships/{rid}/memories", headers=gateway)
     ).status_code == 404

@@ -63,7 +63,7 @@ async def test_a_hot_context_reads_consent_from_redis(
     rid, user = await _user_with_field(client, gateway, "once")
     with count_sql(resources) as first:
         await _context(client, gateway, rid)
-    await wait_for_hot_copy(resources.redis, rid)
+    await wait_for_hot_copy(resources.hot_redis, rid)
     with count_sql(resources) as again:
         await _context(client, gateway, rid)
     assert any("consent_records" in s for s in first)

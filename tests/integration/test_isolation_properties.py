@@ -525,7 +525,7 @@ async def test_search_and_context_return_only_the_relationships_own_memory(
     make_tenant: Any,
     spec: dict[str, Any],
 ) -> None:
-    world = World(next(_worlds), [client, replica], resources.redis, resources.sessions)
+    world = World(next(_worlds), [client, replica], resources.hot_redis, resources.sessions)
     await _build(world, make_tenant, spec)
     await _check_hot_tier(world)
     for kind, *args in spec["ops"]:

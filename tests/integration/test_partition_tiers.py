@@ -55,26 +55,26 @@ async def test_a_process_without_a_copy_fetches_the_redis_copy_only_if_it_exists
 
     first = await _search(client, headers, rid)
     assert first["tier"] == "cold"
-    await wait_for_hot_copy(resources.redis, rid)
+    await wait_for_hot_copy(resources.hot_redis, rid)
     assert (await _search(client, headers, rid))["tier"] == "local"
 
     # Another process: no copy of its own, so it asks whether Redis has one; it does.
     async with app_client(settings) as other:
-        before = await _getex_calls(resources.redis)
+        before = await _getex_calls(resources.hot_redis)
         from_redis = await _search(other, headers, rid)
         assert from_redis["tier"] == "hot"
-        assert await _getex_calls(resources.redis) == before + 1
+        assert await _getex_calls(resources.hot_redis) == before + 1
 
     # The Redis copy expires while the version token stays (its TTL is far longer):
     # a third process reads Postgres without asking for the copy.
-    (blob,) = await resources.redis.keys(f"tether:hot*:*:{rid}")
-    await resources.redis.delete(blob)
+    (blob,) = await resources.hot_redis.keys(f"tether:hot*:*:{rid}")
+    await resources.hot_redis.delete(blob)
     async with app_client(settings) as third:
-        before = await _getex_calls(resources.redis)
+        before = await _getex_calls(resources.hot_redis)
         cold = await _search(third, headers, rid)
         assert cold["tier"] == "cold"
-        assert await _getex_calls(resources.redis) == before
-        await wait_for_hot_copy(resources.redis, rid)  # its fill, before it shuts down
+        assert await _getex_calls(resources.hot_redis) == before
+        await wait_for_hot_copy(resources.hot_redis, rid)  # its fill, before it shuts down
 
     for served in (from_redis, cold):
         assert _ranking(served) == _ranking(first)

@@ -90,11 +90,11 @@ async def test_a_failing_embedding_provider_degrades_to_lexical(
     assert "The user plays the cello" in context["context"]
     # The provider is back but no memory has a vector: a cold read (ranked with
     # Postgres's distances) and a hot one (in-process vectors) score alike.
-    await wait_for_hot_copy(resources.redis, rid)
-    for key in await resources.redis.keys(f"tether:*:*:{rid}"):  # as an invalidation does
-        await resources.redis.delete(key)
+    await wait_for_hot_copy(resources.hot_redis, rid)
+    for key in await resources.hot_redis.keys(f"tether:*:*:{rid}"):  # as an invalidation does
+        await resources.hot_redis.delete(key)
     cold = (await remote_client.post(search, json={"query": "cello"}, headers=headers)).json()
-    await wait_for_hot_copy(resources.redis, rid)
+    await wait_for_hot_copy(resources.hot_redis, rid)
     hot = (await remote_client.post(search, json={"query": "cello"}, headers=headers)).json()
     assert (cold["tier"], hot["tier"]) == ("cold", "local")
     assert cold["degraded"] == hot["degraded"] == []
@@ -140,7 +140,7 @@ async def test_redis_down_reads_partitions_from_postgres_and_refills_after(
     search = f"/v1/relationships/{rid}/search"
     first = (await client.post(search, json={"query": "sister Lyon"}, headers=headers)).json()
     assert first["tier"] == "cold"
-    await wait_for_hot_copy(resources.redis, rid)
+    await wait_for_hot_copy(resources.hot_redis, rid)
     again = (await client.post(search, json={"query": "sister Lyon"}, headers=headers)).json()
     assert again["tier"] == "local"
     async with redis_down_client(settings, tmp_path) as down:
@@ -155,13 +155,13 @@ async def test_redis_down_reads_partitions_from_postgres_and_refills_after(
     assert [r["content"] for r in during["results"]] == ["The user's sister lives in Lyon"]
     assert "Lyon" in context["context"]
     # Redis is back (the module's app): an evicted hot partition is rebuilt on demand.
-    for key in await resources.redis.keys("tether:hot*") + await resources.redis.keys(
+    for key in await resources.hot_redis.keys("tether:hot*") + await resources.hot_redis.keys(
         "tether:pv:*"
     ):
-        await resources.redis.delete(key)
+        await resources.hot_redis.delete(key)
     refilled = (await client.post(search, json={"query": "sister Lyon"}, headers=headers)).json()
     assert refilled["tier"] == "cold"
-    await wait_for_hot_copy(resources.redis, rid)  # rebuilt in the background
+    await wait_for_hot_copy(resources.hot_redis, rid)  # rebuilt in the background
 
 
 async def test_a_stalled_redis_costs_one_timeout_not_one_per_read(
@@ -177,7 +177,8 @@ async def test_a_stalled_redis_costs_one_timeout_not_one_per_read(
     )
     body = {"relationship_id": rid, "query": "brother oboe"}
     with stalled_redis() as url:
-        stalled = settings.model_copy(update={"redis_url": url, "redis_stall_seconds": 30})
+        both = {"redis_url": url, "hot_redis_url": url}  # one Redis, as in most deployments
+        stalled = settings.model_copy(update=both | {"redis_stall_seconds": 30})
         async with app_client(stalled) as down:
             first = await down.post("/v1/context", json=body, headers=headers)  # the timeouts
             assert first.status_code == 200, first.text

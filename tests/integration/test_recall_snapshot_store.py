@@ -324,7 +324,7 @@ async def test_a_completed_snapshot_is_stored_unless_a_write_came_after_it(
     # completes the snapshot and stores it, and the next fill reads that.
     found = await search(client, headers, rid, "cello Lyon")
     assert found["tier"] == "cold"
-    await wait_for_hot_copy(resources.redis, rid)
+    await wait_for_hot_copy(resources.hot_redis, rid)
     assert await changed(resources, rid) == []
     await evict(resources, rid)
     again = await search_filled_from_snapshot(client, headers, resources, rid, "cello Lyon")

@@ -73,7 +73,7 @@ async def test_a_partition_read_from_rows_for_one_query_is_kept_for_every_query(
     snapshot_fills, row_fills = await fills(client)
     first = await search(client, headers, rid, "cello quartet")
     assert first["tier"] == "cold"
-    await wait_for_hot_copy(resources.redis, rid)
+    await wait_for_hot_copy(resources.hot_redis, rid)
     assert await fills(client) == (snapshot_fills, row_fills + 1)  # no snapshot to read
     again = await search(client, headers, rid, "cello quartet")
     assert again["tier"] == "local"
@@ -98,7 +98,7 @@ async def test_a_partition_read_from_rows_for_one_query_is_kept_for_every_query(
         assert [s for _, s in _ranked(kept)] == pytest.approx(
             [s for _, s in _ranked(from_rows)], rel=1e-5
         )
-        await wait_for_hot_copy(resources.redis, rid)
+        await wait_for_hot_copy(resources.hot_redis, rid)
 
 
 async def test_a_small_partition_gets_no_snapshot(client, make_tenant, resources) -> None:
@@ -110,7 +110,7 @@ async def test_a_small_partition_gets_no_snapshot(client, make_tenant, resources
         f"/v1/relationships/{rid}/memories", json={"content": MEMORIES[0]}, headers=headers
     )
     assert (await search(client, headers, rid, "cello"))["tier"] == "cold"
-    await wait_for_hot_copy(resources.redis, rid)
+    await wait_for_hot_copy(resources.hot_redis, rid)
     await asyncio.sleep(0.2)
     assert await snapshots(resources, rid) == 0
 
@@ -179,7 +179,7 @@ async def test_the_trigger_records_a_change_or_drops_the_snapshot_if_text_change
     query = "cello quartet another changed"
     found = await search(client, headers, rid, query)
     assert found["tier"] == "cold"
-    await wait_for_hot_copy(resources.redis, rid)
+    await wait_for_hot_copy(resources.hot_redis, rid)
     await wait_for_snapshot(resources, rid)
     await evict(resources, rid)
     again = await search_filled_from_snapshot(client, headers, resources, rid, query)
@@ -198,7 +198,7 @@ async def test_recall_statistics_keep_the_snapshot_and_are_read_from_the_rows(
     rid, ids = await large(client, headers, "snap-stats")
     await snapshot_then_evict(client, headers, resources, rid)
     before = await search(client, headers, rid, "爬山 cello")
-    await wait_for_hot_copy(resources.redis, rid)
+    await wait_for_hot_copy(resources.hot_redis, rid)
     await evict(resources, rid)
     # As reinforcement and upkeep do: statistics change in place, the snapshot stays.
     async with resources.sessions() as session, session.begin():
@@ -217,7 +217,7 @@ async def test_recall_statistics_keep_the_snapshot_and_are_read_from_the_rows(
     await evict(resources, rid)
     from_rows = await search(client, headers, rid, "爬山 cello")
     assert from_rows["tier"] == "cold"
-    await wait_for_hot_copy(resources.redis, rid)  # no fill left to count in the next test
+    await wait_for_hot_copy(resources.hot_redis, rid)  # no fill left to count in the next test
     assert [c for c, _ in _ranked(from_snapshot)] == [c for c, _ in _ranked(from_rows)]
     assert [s for _, s in _ranked(from_snapshot)] == pytest.approx(
         [s for _, s in _ranked(from_rows)], rel=1e-6

@@ -71,6 +71,9 @@ def test_serve_runs_restarts_with_data_and_leaves_nothing_behind(tmp_path: Path)
     try:
         health = _wait_healthy(port, server)
         assert all(c["status"] == "ok" for c in health["components"].values())
+        # The hot tier in a Redis of its own, without persistence (decision 0021).
+        assert health["components"]["hot_redis"]["detail"] == "reachable"
+        assert "appendonly no" in (data_dir / "redis-cache" / "redis.conf").read_text()
         created = subprocess.run(
             [sys.executable, "-m", "tether.cli", "tenant", "create", "kept"],
             env=_env(data_dir, port),

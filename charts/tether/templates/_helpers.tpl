@@ -89,7 +89,7 @@ Every non-secret setting as a YAML map: the settings ConfigMap's data, and the m
 Job's inline env (the hook runs before the ConfigMap exists).
 */}}
 {{- define "tether.settings" -}}
-{{- $forbidden := list "TETHER_DATABASE_URL" "TETHER_REDIS_URL" }}
+{{- $forbidden := list "TETHER_DATABASE_URL" "TETHER_REDIS_URL" "TETHER_HOT_REDIS_URL" }}
 {{- range .Values.secrets.providers }}
 {{- $forbidden = append $forbidden .env }}
 {{- end }}
@@ -135,6 +135,16 @@ Job's inline env (the hook runs before the ConfigMap exists).
     secretKeyRef:
       name: {{ required "secrets.redis.existingSecret is required" $secrets.redis.existingSecret | quote }}
       key: {{ required "secrets.redis.key is required" $secrets.redis.key | quote }}
+{{- with $secrets.hotRedis }}
+{{- if .existingSecret }}
+{{- /* Every pod gets it alike: a worker invalidating in another Redis than the API reads would leave stale partitions. */}}
+- name: TETHER_HOT_REDIS_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret | quote }}
+      key: {{ required "secrets.hotRedis.key is required" .key | quote }}
+{{- end }}
+{{- end }}
 {{- if .providers }}
 {{- range $secrets.providers }}
 - name: {{ required "secrets.providers[].env is required" .env | quote }}

@@ -175,14 +175,15 @@ def _name(args: tuple[Any, ...]) -> bytes:
     return (first if isinstance(first, bytes) else str(first).encode()).upper()
 
 
-def create_redis(settings: Settings, socket_timeout: float = 0.5) -> Redis:
-    """A pooled client for this process (one per event loop). ``socket_timeout``: longer
-    only for the client of multi-megabyte values (``Resources.bulk_redis``)."""
+def create_redis(settings: Settings, socket_timeout: float = 0.5, url: str | None = None) -> Redis:
+    """A pooled client for this process (one per event loop), of ``url`` (default: the
+    Redis of ``redis_url``). ``socket_timeout``: longer only for the client of
+    multi-megabyte values (``Resources.bulk_redis``)."""
     # from_url builds ``cls``; its annotation says Redis.
     client = cast(
         StallAwareRedis,
         StallAwareRedis.from_url(
-            settings.require_redis_url(),
+            url or settings.require_redis_url(),
             socket_connect_timeout=0.5,
             socket_timeout=socket_timeout,
             health_check_interval=30,

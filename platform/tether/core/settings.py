@@ -252,6 +252,10 @@ class Settings(BaseSettings):
     region: str = "local"
     # The Celery broker; unset means the same Redis as ``redis_url``.
     broker_url: str | None = None
+    # The hot tier's Redis (partition copies and their version tokens: a cache, rebuilt
+    # from Postgres when lost, so it needs no persistence). Unset: the embedded runtime
+    # starts one of its own; with an external ``redis_url``, the same Redis.
+    hot_redis_url: str | None = None
 
     api: ApiSettings = ApiSettings()
     db: DatabaseSettings = DatabaseSettings()
@@ -271,15 +275,18 @@ class Settings(BaseSettings):
         """Whether this process must start its own Postgres and Redis."""
         return self.database_url is None or self.redis_url is None
 
-    def with_endpoints(self, database_url: str, redis_url: str) -> Settings:
+    def with_endpoints(
+        self, database_url: str, redis_url: str, hot_redis_url: str | None = None
+    ) -> Settings:
         """A copy that points at concrete services (used once the embedded ones run).
 
         The embedded database is ours, so its connections also take the application
         role (created by the migrations) unless another one was configured."""
         db = self.db if self.db.role else self.db.model_copy(update={"role": APP_ROLE})
-        return self.model_copy(
-            update={"database_url": database_url, "redis_url": redis_url, "db": db}
-        )
+        update: dict[str, object] = {"database_url": database_url, "redis_url": redis_url, "db": db}
+        if hot_redis_url is not None:
+            update["hot_redis_url"] = hot_redis_url
+        return self.model_copy(update=update)
 
     def require_database_url(self) -> str:
         """The database URL, or a clear error when the embedded runtime was not started."""
@@ -296,3 +303,7 @@ class Settings(BaseSettings):
         if self.redis_url is None:
             raise RuntimeError("TETHER_REDIS_URL is not set and no embedded Redis runs")
         return self.redis_url
+
+    def require_hot_redis_url(self) -> str:
+        """The hot tier's Redis: its own if set, else the Redis of ``redis_url``."""
+        return self.hot_redis_url or self.require_redis_url()

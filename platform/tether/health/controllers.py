@@ -6,7 +6,7 @@ from litestar import Controller, Response, get
 from litestar.di import NamedDependency
 
 from tether.health.schemas import HealthRead
-from tether.health.services import HealthService
+from tether.health.services import HealthService, is_ready
 
 
 class HealthController(Controller):
@@ -19,6 +19,7 @@ class HealthController(Controller):
 
     @get("/ready", operation_id="GetReadiness", exclude_from_auth=True)
     async def ready(self, health_service: NamedDependency[HealthService]) -> Response[HealthRead]:
-        """200 when Postgres, pgvector, migrations, Redis and a worker are all ok, else 503."""
+        """200 when Postgres, pgvector, migrations, Redis and a worker are all ok, else 503
+        (the hot tier's Redis may be down: recall then reads from Postgres)."""
         report = await health_service.check()
-        return Response(report, status_code=200 if report.status == "ok" else 503)
+        return Response(report, status_code=200 if is_ready(report) else 503)

@@ -26,6 +26,19 @@ Probe = Callable[[], Awaitable[str]]
 WORK_QUEUES = (task_queues.TURNS, task_queues.MEMORIES, task_queues.KNOWLEDGE)
 
 
+# Down, they degrade the answers but not readiness: the hot tier's Redis is a cache
+# (recall reads from Postgres without it), and taking every API pod out of rotation
+# because a cache is away would turn a slowdown into an outage.
+OPTIONAL_COMPONENTS = frozenset({"hot_redis"})
+
+
+def is_ready(report: HealthRead) -> bool:
+    """Every component ready traffic depends on is ok (``OPTIONAL_COMPONENTS`` aside)."""
+    return all(
+        c.status == "ok" for name, c in report.components.items() if name not in OPTIONAL_COMPONENTS
+    )
+
+
 class ProbeFailed(Exception):
     """A dependency answered, but not with what we need."""
 
@@ -78,6 +91,13 @@ class HealthService:
         await self._resources.redis.ping()
         return "reachable"
 
+    async def _hot_redis(self) -> str:
+        resources = self._resources
+        if resources.hot_redis is resources.redis:
+            return "reachable (the same Redis as redis)"
+        await resources.hot_redis.ping()
+        return "reachable"
+
     async def _worker(self) -> str:
         # A PING first: an answer ends a stall pause (tether.core.redis_client), which
         # would otherwise skip the heartbeat read and report the worker gone.
@@ -99,6 +119,7 @@ class HealthService:
             "pgvector": self._pgvector,
             "migrations": self._migrations,
             "redis": self._redis,
+            "hot_redis": self._hot_redis,
             "worker": self._worker,
         }
         results = await asyncio.gather(*(_timed(p) for p in probes.values()))

@@ -86,7 +86,7 @@ def provide_user_eraser(
     resources: NamedDependency[Resources],
 ) -> ErasureService:
     broker_url = resources.settings.require_broker_url()
-    return ErasureService(db_session, redis, principal, broker_url)
+    return ErasureService(db_session, redis, resources.hot_redis, principal, broker_url)
 
 
 class UserExportController(Controller):

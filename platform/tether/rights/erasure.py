@@ -67,13 +67,15 @@ async def remove_queued_tasks(broker: Redis, relationship_ids: list[uuid.UUID]) 
     return removed
 
 
-async def _forget_in_redis(redis: Redis, erased: _Erased) -> None:
+async def _forget_in_redis(redis: Redis, hot_redis: Redis, erased: _Erased) -> None:
     keys: list[str] = list(erased.user_keys)
+    hot_keys: list[str] = []
     patterns: list[str] = []
     for rid in erased.relationship_ids:
         base = f"{erased.tenant_id}:{rid}"
         keys += [card_key(erased.tenant_id, rid), f"tether:wm:{base}"]
-        keys += partition_keys(RelationshipScope(TenantId(erased.tenant_id), RelationshipId(rid)))
+        scope = RelationshipScope(TenantId(erased.tenant_id), RelationshipId(rid))
+        hot_keys += partition_keys(scope)
         patterns += [f"tether:sess:{base}:*", f"tether:dd:{base}:*", f"tether:idem:{base}:*"]
     try:
         if keys:
@@ -83,6 +85,11 @@ async def _forget_in_redis(redis: Redis, erased: _Erased) -> None:
                 await redis.delete(key)
     except RedisError as exc:  # caches expire; the data is already gone from Postgres
         log.error("erased user's Redis entries not all removed (they expire): %s", exc)
+    try:  # the hot tier's Redis (decision 0021), on its own: one being down spares the other
+        if hot_keys:
+            await hot_redis.delete(*hot_keys)
+    except RedisError as exc:
+        log.error("erased user's hot partitions not removed (they expire): %s", exc)
 
 
 async def _forget_in_queue(broker_url: str, erased: _Erased) -> None:
@@ -123,10 +130,16 @@ async def _delete_in_pages(
 
 class ErasureService(UserEraser):
     def __init__(
-        self, session: AsyncSession, redis: Redis, principal: Principal, broker_url: str
+        self,
+        session: AsyncSession,
+        redis: Redis,
+        hot_redis: Redis,
+        principal: Principal,
+        broker_url: str,
     ) -> None:
         self._session = session
         self._redis = redis
+        self._hot_redis = hot_redis
         self._broker_url = broker_url
         self._principal = principal
 
@@ -178,6 +191,6 @@ class ErasureService(UserEraser):
             global_user_id=user_id,
             detail={"relationships": [str(r) for r in erased.relationship_ids]},
         )
-        on_commit(self._session, lambda: _forget_in_redis(self._redis, erased))
+        on_commit(self._session, lambda: _forget_in_redis(self._redis, self._hot_redis, erased))
         on_commit(self._session, lambda: _forget_in_queue(self._broker_url, erased))
         return ErasureResult(user_id, len(erased.relationship_ids), True)

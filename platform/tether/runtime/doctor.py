@@ -122,4 +122,13 @@ def run_checks(settings: Settings) -> list[Finding]:
                 "check TETHER_REDIS_URL and that Redis is running",
             )
         )
+    if settings.hot_redis_url is not None:
+        hurl = settings.hot_redis_url
+        findings.append(
+            _check(
+                "hot_redis",
+                lambda: asyncio.run(_redis(hurl)),
+                "check TETHER_HOT_REDIS_URL and that Redis is running",
+            )
+        )
     return findings

