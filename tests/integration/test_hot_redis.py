@@ -1,6 +1,8 @@
 """The hot tier in a Redis of its own (decision 0021): a cache without persistence,
 apart from the Redis that holds accepted turns and queued tasks."""
 
+import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.health.schemas import ComponentHealth, HealthRead
 from tether.health.services import is_ready
+from tether.recall import hot
 from tether.runtime.embedded_redis import CACHE_MAXMEMORY, EmbeddedRedis
 from tether.runtime.services import backing_services
 
@@ -141,3 +144,41 @@ def test_readiness_does_not_depend_on_the_hot_redis() -> None:
     assert is_ready(_report(postgres="ok", redis="ok", hot_redis="down", worker="ok"))
     assert not is_ready(_report(postgres="ok", redis="down", hot_redis="ok", worker="ok"))
     assert not is_ready(_report(postgres="ok", redis="ok", hot_redis="ok", worker="down"))
+
+
+async def test_a_write_whose_invalidation_failed_stops_showing_within_the_version_ttl(
+    settings: Settings,
+    client: Any,
+    make_tenant: Any,
+    resources: Resources,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A writer that cannot reach the hot Redis leaves the old token and copy in place;
+    the token's lifetime, never extended by reads, bounds how long they are served."""
+    monkeypatch.setattr(hot, "VERSION_TTL_SECONDS", 3)
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid = await resolved_relationship(client, headers, "lost-invalidation")
+    memories = f"/v1/relationships/{rid}/memories"
+    kept = await client.post(memories, json={"content": "The user plays chess"}, headers=headers)
+    gone = await client.post(memories, json={"content": "The user plays go"}, headers=headers)
+    search = f"/v1/relationships/{rid}/search"
+
+    async def contents() -> list[str]:
+        answer = (await client.post(search, json={"query": "plays"}, headers=headers)).json()
+        return sorted(r["content"] for r in answer["results"])
+
+    both = ["The user plays chess", "The user plays go"]
+    assert await contents() == both
+    await wait_for_hot_copy(resources.hot_redis, rid)
+    absent = settings.model_copy(update={"hot_redis_url": f"unix://{tmp_path}/absent.sock"})
+    async with app_client(absent) as cut_off:
+        deleted = await cut_off.delete(f"{memories}/{gone.json()['id']}", headers=headers)
+        assert deleted.status_code == 204, deleted.text
+    assert await contents() == both  # the copy of before the delete, not invalidated
+    deadline = time.monotonic() + 10
+    while await contents() != ["The user plays chess"]:
+        assert time.monotonic() < deadline, "the deleted memory is still recalled"
+        await asyncio.sleep(0.2)
+    assert kept.status_code == 201

@@ -54,7 +54,12 @@ log = logging.getLogger(__name__)
 LOCAL_MAX_AGE_SECONDS = 600.0
 # Refresh the Redis TTL at most this often per partition per process.
 TOUCH_EVERY_SECONDS = 60.0
-VERSION_TTL_SECONDS = 30 * 24 * 3600
+# A version token lives this long from when it is set, never extended by reads: an
+# invalidation that failed (the Redis unreachable when a write committed) leaves the old
+# token and copies in place, and their use refreshes the copy's TTL, so the token's
+# expiry is what bounds how long they can outlive the write. Each partition in use is
+# then read from Postgres once per period (decision 0021).
+VERSION_TTL_SECONDS = 3600
 # Bumped when the blob's layout changes: a blob of another layout is a miss.
 BLOB_FORMAT = 5
 # Background fills running at once per process. Each reads megabytes from Postgres and

@@ -114,21 +114,13 @@ def run_checks(settings: Settings) -> list[Finding]:
     if settings.redis_url is None:
         findings.append(_check("embedded_redis", _redis_binary, "run `make install`"))
     else:
-        rurl = settings.redis_url
-        findings.append(
-            _check(
-                "redis",
-                lambda: asyncio.run(_redis(rurl)),
-                "check TETHER_REDIS_URL and that Redis is running",
-            )
-        )
+        findings.append(_redis_check("redis", settings.redis_url, "TETHER_REDIS_URL"))
     if settings.hot_redis_url is not None:
-        hurl = settings.hot_redis_url
-        findings.append(
-            _check(
-                "hot_redis",
-                lambda: asyncio.run(_redis(hurl)),
-                "check TETHER_HOT_REDIS_URL and that Redis is running",
-            )
-        )
+        findings.append(_redis_check("hot_redis", settings.hot_redis_url, "TETHER_HOT_REDIS_URL"))
     return findings
+
+
+def _redis_check(name: str, url: str, variable: str) -> Finding:
+    return _check(
+        name, lambda: asyncio.run(_redis(url)), f"check {variable} and that Redis is running"
+    )
