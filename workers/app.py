@@ -25,6 +25,7 @@ from tether.core.redis_client import broker_url
 from tether.core.settings import Settings
 from tether.core.telemetry import setup_telemetry, shutdown_telemetry
 from tether.health.heartbeat import beat
+from tether.knowledge.stalled import STALLED_TASK
 from workers import runtime
 
 TASK_MODULES = [
@@ -71,6 +72,10 @@ def create_celery(settings: Settings) -> Celery:
             "expire-memories": {
                 "task": EXPIRY_TASK,
                 "schedule": settings.memory.expiry_sweep_seconds,
+            },
+            "requeue-stalled-documents": {
+                "task": STALLED_TASK,
+                "schedule": settings.knowledge.stalled_sweep_seconds,
             },
         },
     )

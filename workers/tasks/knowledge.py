@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from datetime import UTC, datetime
 
 from celery import Task
 
@@ -13,6 +14,7 @@ from tether.core.resources import Resources
 from tether.knowledge.builtin import BuiltinRagEngine
 from tether.knowledge.documents import INDEX_TASK
 from tether.knowledge.indexing import DocumentIndexer
+from tether.knowledge.stalled import STALLED_TASK, sweep_stalled
 from tether.knowledge.storage import document_store
 from tether.providers.configured import rank_weights
 from workers.app import OUTAGE_RETRIES, app, settings_of
@@ -43,17 +45,29 @@ async def _index(resources: Resources, tenant_id: TenantId, document_id: uuid.UU
     return report.status
 
 
-async def _give_up(resources: Resources, tenant_id: TenantId, document_id: uuid.UUID) -> str:
-    services = services_for(resources)
+def _indexer(resources: Resources, tenant_id: TenantId) -> DocumentIndexer:
     settings = resources.settings
-    indexer = DocumentIndexer(
+    return DocumentIndexer(
         resources.sessions,
         tenant_id,
-        services.embedder,
+        services_for(resources).embedder,
         document_store(settings.data_dir),
         settings.knowledge,
     )
-    return (await indexer.fail(document_id, UNEXPECTED)).status
+
+
+async def _give_up(resources: Resources, tenant_id: TenantId, document_id: uuid.UUID) -> str:
+    return (await _indexer(resources, tenant_id).fail(document_id, UNEXPECTED)).status
+
+
+async def _requeue_stalled(resources: Resources) -> dict[str, int]:
+    async def fail(tenant_id: TenantId, document_id: uuid.UUID, generation: int, why: str) -> None:
+        await _indexer(resources, tenant_id).fail(document_id, why, generation)
+
+    report = await sweep_stalled(
+        resources.sessions, resources.tasks, resources.settings.knowledge, datetime.now(UTC), fail
+    )
+    return {"requeued": report.requeued, "failed": report.failed, "unsent": report.unsent}
 
 
 @app.task(
@@ -75,3 +89,10 @@ def index_document(self: Task[..., str], tenant_id: str, document_id: str) -> st
             raise  # retried (OUTAGE_RETRIES): an outage must not fail the document
         log.exception("indexing document %s failed (retried %d times)", document_id, retries)
         return run(settings, lambda r: _give_up(r, tenant, document))
+
+
+@app.task(name=STALLED_TASK)
+def requeue_stalled() -> dict[str, int]:
+    """Periodic (beat): documents whose indexing stalled are queued again, or failed after
+    ``knowledge.stalled_requeues`` tries (tether.knowledge.stalled)."""
+    return run(settings_of(app), _requeue_stalled)

@@ -223,6 +223,13 @@ class KnowledgeSettings(BaseModel):
     top_k: int = Field(default=3, ge=1, le=50)
     # Past this, /v1/context is built without knowledge (degraded: knowledge_timeout).
     query_timeout_ms: int = Field(default=700, ge=1)
+    # A document "uploaded" or "indexing" without any change for this long has stalled
+    # (its task was never queued or was lost): the sweep, every ``stalled_sweep_seconds``,
+    # queues it again up to ``stalled_requeues`` times, then marks it failed. Longer than
+    # an indexing run's time limit (15 min), which reports progress every second anyway.
+    stalled_after_seconds: int = Field(default=1800, ge=960)
+    stalled_sweep_seconds: int = Field(default=300, ge=10)
+    stalled_requeues: int = Field(default=3, ge=0)
 
 
 class Settings(BaseSettings):

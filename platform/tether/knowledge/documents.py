@@ -229,6 +229,7 @@ class DocumentService:
             raise DocumentNotFound(f"document {document_id} was deleted")
         document.status = DocumentStatus.UPLOADED.value
         document.generation += 1
+        document.requeues = 0
         document.error = None
         document.progress = 0.0
         document.updated_at = datetime.now(UTC)

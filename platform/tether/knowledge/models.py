@@ -106,6 +106,9 @@ class KnowledgeDocument(TenantOwned, Base):
     chunk_count: Mapped[int] = mapped_column(Integer, server_default="0")
     embedded_chunks: Mapped[int] = mapped_column(Integer, server_default="0")
     generation: Mapped[int] = mapped_column(Integer, server_default="1")
+    # Times the stalled-document sweep queued its indexing again since the last upload
+    # or reindex (tether.knowledge.stalled).
+    requeues: Mapped[int] = mapped_column(Integer, server_default="0")
     uploaded_by_key_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     updated_at: Mapped[datetime] = _now()
     indexed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -1,0 +1,145 @@
+"""Documents whose indexing stalled are queued again by the sweep, or failed after a few
+tries (tether.knowledge.stalled), with a real worker running the periodic task."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select, update
+
+from tests.conftest import start_worker, stop_worker
+from tests.integration.test_knowledge_indexing import GUIDE, new_base, settled, upload
+from tests.support import app_client
+from tether.core.database import transaction
+from tether.core.ids import TenantId
+from tether.core.resources import Resources
+from tether.core.settings import Settings
+from tether.core.tasks import TaskQueue
+from tether.knowledge.models import KnowledgeDocument
+from tether.knowledge.stalled import STALLED_TASK, sweep_stalled
+from tether.providers.offline import load_model
+
+pytestmark = [pytest.mark.integration, pytest.mark.worker]
+
+BASES = "/v1/knowledge-bases"
+STALLED_FOR = timedelta(hours=1)  # past the default stalled_after_seconds (30 min)
+
+
+@pytest.fixture(scope="module")
+def knowledge_worker(settings: Settings) -> Iterator[object]:
+    worker = start_worker(settings, {"TETHER_DATA_DIR": str(settings.data_dir)})
+    yield worker
+    stop_worker(worker)
+
+
+@pytest.fixture(scope="module")
+async def admin(make_tenant, knowledge_worker):  # type: ignore[no-untyped-def]
+    await asyncio.to_thread(load_model)
+    return await make_tenant()
+
+
+def _guide(n: int) -> bytes:
+    return f"{GUIDE}\n\nCopy {n}: 第{n}份。\n".encode()
+
+
+async def _accepted_while_the_broker_was_away(
+    settings: Settings, headers: dict[str, str], base: str, copies: range, tmp_path: Path
+) -> list[str]:
+    """Uploads accepted by an API whose broker is unreachable: their indexing is not
+    queued, so they wait "uploaded"."""
+    away = settings.model_copy(update={"broker_url": f"unix://{tmp_path}/no-broker.sock"})
+    ids = []
+    async with app_client(away) as api:
+        for n in copies:
+            document = await upload(api, base, headers, f"guide-{n}.md", _guide(n))
+            assert document["status"] == "uploaded"
+            ids.append(str(document["id"]))
+    return ids
+
+
+async def _set(resources: Resources, document_id: str, **values: object) -> None:
+    async with transaction(resources.sessions) as session:
+        await session.execute(
+            update(KnowledgeDocument)
+            .where(KnowledgeDocument.id == uuid.UUID(document_id))
+            .values(**values)
+        )
+
+
+async def _row(resources: Resources, document_id: str) -> KnowledgeDocument:
+    async with transaction(resources.sessions) as session:
+        statement = select(KnowledgeDocument).where(KnowledgeDocument.id == uuid.UUID(document_id))
+        return (await session.execute(statement)).scalar_one()
+
+
+async def test_stalled_documents_are_queued_again_then_failed_and_others_left_alone(
+    client, admin, resources: Resources, settings: Settings, tmp_path: Path
+) -> None:
+    headers = admin.admin
+    base = await new_base(client, headers, "stalled")
+    lost, given_up, fresh, deleted = await _accepted_while_the_broker_was_away(
+        settings, headers, base, range(4), tmp_path
+    )
+    long_ago = datetime.now(UTC) - STALLED_FOR
+    await _set(resources, lost, updated_at=long_ago)
+    tries = settings.knowledge.stalled_requeues
+    await _set(resources, given_up, updated_at=long_ago, requeues=tries)
+    removed = await client.delete(f"{BASES}/{base}/documents/{deleted}", headers=headers)
+    assert removed.status_code == 204, removed.text
+    await _set(resources, deleted, updated_at=long_ago)
+
+    await resources.tasks.send(STALLED_TASK, [])  # as beat does, every 5 min
+
+    indexed = await settled(client, base, lost, headers)
+    assert indexed["status"] == "ready", indexed
+    assert indexed["chunk_count"] > 0
+    assert (await _row(resources, lost)).requeues == 1
+    failed = await settled(client, base, given_up, headers)
+    assert failed["status"] == "failed"
+    assert failed["error"] == (
+        f"indexing did not finish after {tries + 1} tries; reindex the document to retry"
+    )
+    assert (await _row(resources, fresh)).status == "uploaded"  # not stalled yet
+    assert (await _row(resources, fresh)).requeues == 0
+    assert (await _row(resources, deleted)).requeues == 0
+
+    # A reindex starts the count again.
+    reindexed = await client.post(f"{BASES}/{base}/documents/{given_up}/reindex", headers=headers)
+    assert reindexed.status_code == 202, reindexed.text
+    assert (await _row(resources, given_up)).requeues == 0
+    assert (await settled(client, base, given_up, headers))["status"] == "ready"
+
+
+async def test_a_sweep_that_cannot_reach_the_broker_loses_nothing(
+    client, admin, resources: Resources, settings: Settings, tmp_path: Path
+) -> None:
+    headers = admin.admin
+    base = await new_base(client, headers, "stalled-no-broker")
+    (document,) = await _accepted_while_the_broker_was_away(
+        settings, headers, base, range(9, 10), tmp_path
+    )
+    long_ago = datetime.now(UTC) - STALLED_FOR
+    await _set(resources, document, updated_at=long_ago)
+    failures: list[str] = []
+
+    async def fail(tenant_id: TenantId, document_id: uuid.UUID, generation: int, why: str) -> None:
+        failures.append(why)
+
+    away = TaskQueue(settings.model_copy(update={"broker_url": f"unix://{tmp_path}/none.sock"}))
+    try:
+        report = await sweep_stalled(
+            resources.sessions, away, settings.knowledge, datetime.now(UTC), fail
+        )
+    finally:
+        away.close()
+    assert report.unsent >= 1
+    assert report.requeued == 0
+    assert failures == []
+    row = await _row(resources, document)
+    assert (row.status, row.requeues) == ("uploaded", 0)  # the next sweep tries again
+    assert row.updated_at < datetime.now(UTC) - STALLED_FOR + timedelta(minutes=1)
