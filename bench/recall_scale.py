@@ -398,18 +398,19 @@ def invalidate(client: redis.Redis, population: Population, indexes: list[int]) 
     client.delete(*(key for i in indexes for key in partition_keys(population.scope(i))))
 
 
+def unfilled(client: redis.Redis, population: Population, indexes: list[int]) -> list[int]:
+    """The partitions of ``indexes`` without a Redis copy."""
+    return [i for i in indexes if not client.exists(partition_keys(population.scope(i))[1])]
+
+
 def settle(client: redis.Redis, population: Population, indexes: list[int]) -> None:
-    """Wait (up to 30 s) until the background fills the cold reads of ``indexes`` started
-    have stored their hot copies, so one round's fills do not run into the next round
-    (with 10 s, one run at 1M found 8 of 50 large partitions cold right after their
-    warm-up, as if their fills had not landed; the bound is printed when it is hit)."""
-    deadline = time.monotonic() + 30
+    """Wait (up to 10 s) until the background fills the cold reads of ``indexes`` started
+    have stored their hot copies, so one round's fills do not run into the next round."""
+    deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        if all(client.exists(partition_keys(population.scope(i))[1]) for i in indexes):
+        if not unfilled(client, population, indexes):
             return
         time.sleep(0.01)
-    missing = sum(not client.exists(partition_keys(population.scope(i))[1]) for i in indexes)
-    print(f"    (settle: {missing} of {len(indexes)} hot copies still missing after 30 s)")
 
 
 _LENGTH = re.compile(rb"content-length: (\d+)", re.IGNORECASE)
@@ -513,9 +514,17 @@ class Bench:
 
     def warm(self, endpoint: str, indexes: list[int]) -> None:
         """Load every partition of ``indexes`` into both tiers (and, likely, every worker),
-        and wait until the background fills those first reads started are done."""
+        and wait until the background fills those first reads started are done. A process
+        with ``FILLS_AT_ONCE + FILLS_WAITING`` fills pending starts no more, so a burst of
+        cold reads can leave partitions unfilled (7 of 50 large ones at 1M in one run):
+        those are read again, so that the hot classes measure hot partitions."""
         load(self.port, self.requests(endpoint, indexes, 3 * len(indexes)), 8)
         settle(self.redis_client, self.population, indexes)
+        for _ in range(3):
+            if not (missing := unfilled(self.redis_client, self.population, indexes)):
+                return
+            load(self.port, self.requests(endpoint, missing, len(missing)), 1)
+            settle(self.redis_client, self.population, missing)
 
     def hot(self, endpoint: str, indexes: list[int], count: int) -> tuple[Seen, Seen]:
         """``count`` requests at c=1 on one connection, so one API process, after that
