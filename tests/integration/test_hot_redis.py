@@ -15,7 +15,7 @@ from tether.core.settings import Settings
 from tether.health.schemas import ComponentHealth, HealthRead
 from tether.health.services import is_ready
 from tether.recall import hot
-from tether.runtime.embedded_redis import CACHE_MAXMEMORY, EmbeddedRedis
+from tether.runtime.embedded_redis import EmbeddedRedis
 from tether.runtime.services import backing_services
 
 pytestmark = pytest.mark.integration
@@ -40,7 +40,6 @@ def test_the_embedded_runtime_keeps_the_hot_tier_in_a_cache_without_persistence(
         assert _config(hot, "save") == ""
         assert _config(hot, "maxmemory-policy") == "allkeys-lru"
         assert int(_config(hot, "maxmemory")) == 1024**3
-        assert CACHE_MAXMEMORY == "1gb"
     # Both stopped with the block.
     for directory in ("redis", "redis-cache"):
         assert not (tmp_path / directory / "redis.sock").exists()
