@@ -119,6 +119,7 @@ async def client(settings: Settings, resources: Resources) -> AsyncIterator[http
     transport = httpx.ASGITransport(app=with_outer_middleware(app))
     async with httpx.AsyncClient(transport=transport, base_url="http://tether") as http:
         yield http
+    app.state.partitions.close()  # as the lifespan does: no retry outlives the module
 
 
 def start_worker(

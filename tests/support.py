@@ -99,6 +99,7 @@ async def app_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
         transport = httpx.ASGITransport(app=with_outer_middleware(app))
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
             yield client
+        app.state.partitions.close()
         await app.state.embedder.aclose()
 
 

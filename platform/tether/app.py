@@ -81,6 +81,7 @@ def create_app(settings: Settings) -> Litestar:
             freeze_startup_heap()
             yield
             await app.state.partitions.drain()
+            app.state.partitions.close()
             await app.state.reinforcement.flush()
             await app.state.embedder.aclose()
 

@@ -181,3 +181,62 @@ async def test_a_write_whose_invalidation_failed_stops_showing_within_the_versio
         assert time.monotonic() < deadline, "the deleted memory is still recalled"
         await asyncio.sleep(0.2)
     assert kept.status_code == 201
+
+
+async def _relay(path: Path, target: Path) -> asyncio.AbstractServer:
+    """A unix socket at ``path`` that forwards to the Redis at ``target``: the hot Redis
+    "comes back" for a process that could not reach it."""
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        finally:
+            writer.close()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        upstream_reader, upstream_writer = await asyncio.open_unix_connection(str(target))
+        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
+
+    return await asyncio.start_unix_server(handle, path=str(path))
+
+
+async def test_a_failed_invalidation_is_retried_when_the_hot_redis_answers_again(
+    settings: Settings,
+    client: Any,
+    make_tenant: Any,
+    resources: Resources,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid = await resolved_relationship(client, headers, "retried-invalidation")
+    memories = f"/v1/relationships/{rid}/memories"
+    await client.post(memories, json={"content": "The user plays chess"}, headers=headers)
+    gone = await client.post(memories, json={"content": "The user plays go"}, headers=headers)
+    search = f"/v1/relationships/{rid}/search"
+
+    async def contents() -> list[str]:
+        answer = (await client.post(search, json={"query": "plays"}, headers=headers)).json()
+        return sorted(r["content"] for r in answer["results"])
+
+    assert await contents() == ["The user plays chess", "The user plays go"]
+    await wait_for_hot_copy(resources.hot_redis, rid)
+    socket = tmp_path_factory.mktemp("rl", numbered=True) / "hot.sock"
+    hot_url = settings.require_hot_redis_url()
+    target = Path(hot_url.removeprefix("unix://").partition("?")[0])
+    database = hot_url.partition("?")[2]
+    cut_off = settings.model_copy(update={"hot_redis_url": f"unix://{socket}?{database}"})
+    async with app_client(cut_off) as writer:
+        deleted = await writer.delete(f"{memories}/{gone.json()['id']}", headers=headers)
+        assert deleted.status_code == 204, deleted.text
+        assert "The user plays go" in await contents()  # not invalidated yet
+        relay = await _relay(socket, target)  # the writer's hot Redis is back
+        try:
+            deadline = time.monotonic() + 10
+            while await contents() != ["The user plays chess"]:
+                assert time.monotonic() < deadline, "the failed invalidation was not retried"
+                await asyncio.sleep(0.2)
+        finally:
+            relay.close()

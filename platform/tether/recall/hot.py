@@ -60,6 +60,12 @@ TOUCH_EVERY_SECONDS = 60.0
 # expiry is what bounds how long they can outlive the write. Each partition in use is
 # then read from Postgres once per period (decision 0021).
 VERSION_TTL_SECONDS = 3600
+# A failed invalidation is tried again in the background (in API processes, whose loop
+# always runs), waits doubling from the first up to the most, until it lands or the
+# token has expired by itself; past the most pending, the oldest are left to the TTL.
+INVALIDATE_RETRY_FIRST_SECONDS = 0.5
+INVALIDATE_RETRY_MOST_SECONDS = 30.0
+INVALIDATIONS_PENDING = 10_000
 # Bumped when the blob's layout changes: a blob of another layout is a miss.
 BLOB_FORMAT = 5
 # Background fills running at once per process. Each reads megabytes from Postgres and
@@ -142,6 +148,10 @@ class PartitionStore:
         # Written to again while its rebuild runs: rebuild once more after it.
         self._written: set[tuple[uuid.UUID, uuid.UUID]] = set()
         self._fill_slots = asyncio.Semaphore(FILLS_AT_ONCE)
+        # Invalidations that failed, with when they first did (monotonic), to retry.
+        self._uninvalidated: dict[tuple[uuid.UUID, uuid.UUID], tuple[RelationshipScope, float]]
+        self._uninvalidated = {}
+        self._retrying: asyncio.Task[None] | None = None
         self.stats = TierStats()
 
     @traced("recall.load")
@@ -216,16 +226,14 @@ class PartitionStore:
     async def invalidate(self, scope: RelationshipScope) -> None:
         """A memory of this relationship changed (call after commit). With ``sessions``,
         a large partition's snapshot is rebuilt in the background."""
-        version_key, blob_key = partition_keys(scope)
         key = (scope.tenant_id, scope.relationship_id)
         self._local.drop(key)
         try:
-            async with self._redis.pipeline(transaction=True) as pipe:
-                pipe.set(version_key, secrets.token_hex(8), ex=VERSION_TTL_SECONDS)
-                pipe.delete(blob_key)
-                await pipe.execute()
+            await self._replace_version(scope)
+            self._uninvalidated.pop(key, None)
         except RedisError as exc:
             log.error("hot partition of %s not invalidated: %s", scope.relationship_id, exc)
+            self._retry_later(key, scope)
         if self._sessions is None:
             return
         if key not in self._refreshing and len(self._refreshing) >= REBUILDS_WAITING:
@@ -234,6 +242,42 @@ class PartitionStore:
         if key not in self._refreshing:
             task = spawn(self._refresh_later(self._sessions, scope), "snapshot rebuild")
             self._refreshing[key] = task
+
+    async def _replace_version(self, scope: RelationshipScope) -> None:
+        version_key, blob_key = partition_keys(scope)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.set(version_key, secrets.token_hex(8), ex=VERSION_TTL_SECONDS)
+            pipe.delete(blob_key)
+            await pipe.execute()
+
+    def _retry_later(self, key: tuple[uuid.UUID, uuid.UUID], scope: RelationshipScope) -> None:
+        """Until it lands, other processes may serve the partition as it was before the
+        write (their copies' token is unchanged): the token's TTL bounds that, a retry
+        ends it as soon as the Redis answers again."""
+        if key not in self._uninvalidated and len(self._uninvalidated) >= INVALIDATIONS_PENDING:
+            self._uninvalidated.pop(next(iter(self._uninvalidated)))
+        self._uninvalidated.setdefault(key, (scope, time.monotonic()))
+        if self._sessions is not None and (self._retrying is None or self._retrying.done()):
+            self._retrying = spawn(self._retry_invalidations(), "invalidation retry")
+
+    async def _retry_invalidations(self) -> None:
+        wait = INVALIDATE_RETRY_FIRST_SECONDS
+        while self._uninvalidated:
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, INVALIDATE_RETRY_MOST_SECONDS)
+            for key, (scope, since) in list(self._uninvalidated.items()):
+                if time.monotonic() - since >= VERSION_TTL_SECONDS:
+                    self._uninvalidated.pop(key, None)  # the token expired by itself
+                    continue
+                try:
+                    await self._replace_version(scope)
+                except RedisError:
+                    break  # still away: wait longer
+                self._uninvalidated.pop(key, None)
+                self._local.drop(key)
+                log.info("hot partition of %s invalidated on retry", scope.relationship_id)
+            else:
+                wait = INVALIDATE_RETRY_FIRST_SECONDS
 
     async def _refresh_later(
         self, sessions: async_sessionmaker[AsyncSession], scope: RelationshipScope
@@ -338,6 +382,14 @@ class PartitionStore:
         task = spawn(fill, "hot partition fill", after_response=True)
         self._filling[key] = task
         task.add_done_callback(lambda _: self._filling.pop(key, None))
+
+    def close(self) -> None:
+        """Stop retrying failed invalidations (at shutdown, before the Redis clients are
+        closed): the version tokens' TTL bounds what they leave."""
+        if self._retrying is not None and not self._retrying.done():
+            self._retrying.cancel()
+            log.warning("%d hot partitions left to their TTL", len(self._uninvalidated))
+        self._uninvalidated.clear()
 
     async def drain(self) -> None:
         """Wait for the background fills and rebuilds in flight (before shutdown; tests)."""
