@@ -253,11 +253,14 @@ class PartitionStore:
     def _retry_later(self, key: tuple[uuid.UUID, uuid.UUID], scope: RelationshipScope) -> None:
         """Until it lands, other processes may serve the partition as it was before the
         write (their copies' token is unchanged): the token's TTL bounds that, a retry
-        ends it as soon as the Redis answers again."""
+        ends it as soon as the Redis answers again. Without ``sessions`` (workers, the
+        CLI: no background work), only the TTL bounds it."""
+        if self._sessions is None:
+            return
         if key not in self._uninvalidated and len(self._uninvalidated) >= INVALIDATIONS_PENDING:
             self._uninvalidated.pop(next(iter(self._uninvalidated)))
         self._uninvalidated.setdefault(key, (scope, time.monotonic()))
-        if self._sessions is not None and (self._retrying is None or self._retrying.done()):
+        if self._retrying is None or self._retrying.done():
             self._retrying = spawn(self._retry_invalidations(), "invalidation retry")
 
     async def _retry_invalidations(self) -> None:
