@@ -25,14 +25,11 @@ import time
 import httpx
 import recall_scale as rs
 import redis
-from _harness import api_server, hot_redis_url, seed, services
+from _harness import Run, api_server, hot_redis_url, seed, services
 
 from tether.core.settings import Settings
 
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+_PCT = Run().pct
 
 
 def _round(
@@ -97,9 +94,9 @@ def main() -> None:
                 runs["hot"] += hot
                 aof = durable.info("persistence").get("aof_current_size", 0) / 1e6
                 print(
-                    f"round {r} {name:5}  cold p50 {_pct(cold, 0.5):6.2f} p95 "
-                    f"{_pct(cold, 0.95):6.2f}  hot p50 {_pct(hot, 0.5):6.2f} p95 "
-                    f"{_pct(hot, 0.95):6.2f} ms  (durable Redis's append-only file {aof:.0f} MB)",
+                    f"round {r} {name:5}  cold p50 {_PCT(cold, 0.5):6.2f} p95 "
+                    f"{_PCT(cold, 0.95):6.2f}  hot p50 {_PCT(hot, 0.5):6.2f} p95 "
+                    f"{_PCT(hot, 0.95):6.2f} ms  (durable Redis's append-only file {aof:.0f} MB)",
                     flush=True,
                 )
     print("## end to end (ms), all rounds")
@@ -107,13 +104,13 @@ def main() -> None:
         for name, runs in seen.items():
             v = runs[kind]
             print(
-                f"{kind:4} {name:5} n={len(v):4}  p50 {_pct(v, 0.5):6.2f}  p90 {_pct(v, 0.9):6.2f}"
-                f"  p95 {_pct(v, 0.95):6.2f}  p99 {_pct(v, 0.99):6.2f}"
+                f"{kind:4} {name:5} n={len(v):4}  p50 {_PCT(v, 0.5):6.2f}  p90 {_PCT(v, 0.9):6.2f}"
+                f"  p95 {_PCT(v, 0.95):6.2f}  p99 {_PCT(v, 0.99):6.2f}"
             )
         one, split = seen["one"][kind], seen["split"][kind]
         print(
-            f"{kind:4} split / one: p50 {_pct(split, 0.5) / _pct(one, 0.5):.2f}x  "
-            f"p95 {_pct(split, 0.95) / _pct(one, 0.95):.2f}x"
+            f"{kind:4} split / one: p50 {_PCT(split, 0.5) / _PCT(one, 0.5):.2f}x  "
+            f"p95 {_PCT(split, 0.95) / _PCT(one, 0.95):.2f}x"
         )
 
 

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from sqlalchemy import select, update
 
-from tests.conftest import start_worker, stop_worker
 from tests.integration.test_knowledge_indexing import GUIDE, new_base, settled, upload
 from tests.support import app_client
 from tether.core.database import transaction
@@ -31,14 +29,8 @@ STALLED_FOR = timedelta(hours=1)  # past the default stalled_after_seconds (30 m
 
 
 @pytest.fixture(scope="module")
-def knowledge_worker(settings: Settings) -> Iterator[object]:
-    worker = start_worker(settings, {"TETHER_DATA_DIR": str(settings.data_dir)})
-    yield worker
-    stop_worker(worker)
-
-
-@pytest.fixture(scope="module")
-async def admin(make_tenant, knowledge_worker):  # type: ignore[no-untyped-def]
+async def admin(make_tenant, celery_worker):  # type: ignore[no-untyped-def]
+    # The worker (conftest) reads uploads from the module's data dir, as the API does.
     await asyncio.to_thread(load_model)
     return await make_tenant()
 

@@ -81,6 +81,10 @@ REBUILD_AFTER_SECONDS = 0.2
 REBUILDS_WAITING = 64
 
 
+# A partition's key in this process's maps: (tenant id, relationship id).
+_Key = tuple[uuid.UUID, uuid.UUID]
+
+
 @dataclass(slots=True)
 class TierStats:
     """Where partitions were found, since the process started (exported as a metric)."""
@@ -140,17 +144,14 @@ class PartitionStore:
         self._ttl = ttl_seconds
         self._local = LocalCopies(local_capacity, local_bytes)
         self._sessions = sessions
-        self._decoding: dict[
-            tuple[uuid.UUID, uuid.UUID], asyncio.Future[LoadedPartition | None]
-        ] = {}
-        self._filling: dict[tuple[uuid.UUID, uuid.UUID], asyncio.Task[None]] = {}
-        self._refreshing: dict[tuple[uuid.UUID, uuid.UUID], asyncio.Task[None]] = {}
+        self._decoding: dict[_Key, asyncio.Future[LoadedPartition | None]] = {}
+        self._filling: dict[_Key, asyncio.Task[None]] = {}
+        self._refreshing: dict[_Key, asyncio.Task[None]] = {}
         # Written to again while its rebuild runs: rebuild once more after it.
-        self._written: set[tuple[uuid.UUID, uuid.UUID]] = set()
+        self._written: set[_Key] = set()
         self._fill_slots = asyncio.Semaphore(FILLS_AT_ONCE)
         # Invalidations that failed, with when they first did (monotonic), to retry.
-        self._uninvalidated: dict[tuple[uuid.UUID, uuid.UUID], tuple[RelationshipScope, float]]
-        self._uninvalidated = {}
+        self._uninvalidated: dict[_Key, tuple[RelationshipScope, float]] = {}
         self._retrying: asyncio.Task[None] | None = None
         self.stats = TierStats()
 
@@ -250,7 +251,7 @@ class PartitionStore:
             pipe.delete(blob_key)
             await pipe.execute()
 
-    def _retry_later(self, key: tuple[uuid.UUID, uuid.UUID], scope: RelationshipScope) -> None:
+    def _retry_later(self, key: _Key, scope: RelationshipScope) -> None:
         """Until it lands, other processes may serve the partition as it was before the
         write (their copies' token is unchanged): the token's TTL bounds that, a retry
         ends it as soon as the Redis answers again. Without ``sessions`` (workers, the
