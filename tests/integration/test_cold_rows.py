@@ -122,7 +122,7 @@ async def _partition(
 
 async def _reference(
     resources: Resources, scope: RelationshipScope, settings: Settings
-) -> tuple[list[PartitionRecord], PartitionIndex, list[Any], bytes]:
+) -> tuple[tuple[PartitionRecord, ...], PartitionIndex, list[Any], bytes]:
     """The partition as the ranking reference builds it from rows loaded one by one."""
     async with resources.sessions() as session:
         rows = (
@@ -140,7 +140,7 @@ async def _reference(
                 {"r": scope.relationship_id, "t": scope.tenant_id},
             )
         ).all()
-    records = [PartitionRecord(row[0].bytes, *row[1:13]) for row in rows]
+    records = tuple(PartitionRecord(row[0].bytes, *row[1:13]) for row in rows)
     docs = [
         RankDoc(
             key=i,
@@ -265,7 +265,7 @@ async def test_an_empty_partition_reads_as_empty(
     rid = RelationshipId(uuid.UUID(response.json()["relationship_id"]))
     scope = RelationshipScope(TenantId(tenant.id), rid)
     read = await _read(resources, scope, settings, None)
-    assert read.records == []
+    assert read.records == ()
     assert read.index.bm25.scores(["cello"]).shape == (0,)
     scoped = await _read_for(resources, scope, settings, None, ["cello"])
     assert scoped.keys == b""

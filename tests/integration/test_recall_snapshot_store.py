@@ -113,7 +113,7 @@ async def test_another_tenant_sees_no_snapshot_and_cannot_be_served_one(
     wrong = RelationshipScope(TenantId(other.id), RelationshipId(uuid.UUID(rid)))
     async with tenant_session(resources.sessions, TenantId(other.id)) as session:
         partition = await reader.read(session, wrong, _no_vector(), "v")
-    assert partition.records == []
+    assert partition.records == ()
     assert partition.source == "cold"
     other_headers = await other.key("gateway")
     denied = await client.post(

@@ -468,7 +468,7 @@ class ColdReader:
         return {row: by_key[partition.key(row)] for row in rows if partition.key(row) in by_key}
 
     async def vectors(
-        self, session: AsyncSession, scope: RelationshipScope, records: list[PartitionRecord]
+        self, session: AsyncSession, scope: RelationshipScope, records: Sequence[PartitionRecord]
     ) -> tuple[Vector | None, npt.NDArray[np.bool_]]:
         """The partition's vectors in ``records`` order (zero rows where none is usable).
         Usually the same rows in the same order; a write in between is matched by id."""

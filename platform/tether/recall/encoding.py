@@ -5,6 +5,7 @@ snapshot leaves them in pgvector)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ from tether.recall.partition import neighbour_table
 class EncodedPartition(msgspec.Struct, array_like=True):
     layout: str  # the format and the ranking parameters the index was built with
     version: str  # the Redis version token it was built under ("" in a snapshot)
-    records: list[PartitionRecord]
+    records: tuple[PartitionRecord, ...]
     terms: list[str]
     offsets: bytes  # int64
     postings: bytes  # int32 document rows
@@ -113,7 +114,7 @@ class Changes:
     row, with its tokens in ``added_tokens``)."""
 
     origin: npt.NDArray[np.intp]
-    added: list[PartitionRecord]
+    added: Sequence[PartitionRecord]
     added_tokens: list[list[str]]
     params: Bm25Params  # the BM25 parameters the encoded index was built with
 
@@ -137,10 +138,8 @@ def _as_changed(encoded: EncodedPartition, changes: Changes, window: int) -> Par
     origin, added = changes.origin, changes.added
     kept = origin >= 0
     from_encoded = origin[kept]
-    records: list[PartitionRecord] = []
     pending = iter(added)
-    for row in origin.tolist():
-        records.append(encoded.records[row] if row >= 0 else next(pending))
+    records = tuple(encoded.records[row] if row >= 0 else next(pending) for row in origin.tolist())
 
     def column(raw: npt.NDArray[Any], new: npt.NDArray[Any]) -> npt.NDArray[Any]:
         out = np.empty(len(origin), dtype=raw.dtype)

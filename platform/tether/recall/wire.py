@@ -306,7 +306,7 @@ class Aggregated:
         texts = tuple(list(column or ()) for column in values[1 : 1 + len(TEXTS)])
         return cls(np.frombuffer(values[0] or b"", dtype=ROW), texts)
 
-    def records(self, rows: npt.NDArray[np.void]) -> tuple[list[PartitionRecord], list[str]]:
+    def records(self, rows: npt.NDArray[np.void]) -> tuple[tuple[PartitionRecord, ...], list[str]]:
         """``rows`` (those the texts were read for, in order) as records, and each
         one's tokens as sent (``split_tokens`` splits them)."""
         if any(len(column) != len(rows) for column in self.texts):
@@ -317,7 +317,7 @@ class Aggregated:
         expires = moments(statistics["expires_at"], NEVER_EXPIRES)
         recalled = moments(statistics["last_recalled_at"], NEVER_RECALLED)
         keys = rows["key"].tobytes()
-        records = list(
+        records = tuple(
             map(
                 PartitionRecord,
                 [keys[i : i + 16] for i in range(0, len(keys), 16)],
