@@ -13,7 +13,7 @@ from tether.recall.weights import RankWeights
 
 
 def record(page: int | None = None, section: str | None = None) -> ChunkRecord:
-    return ChunkRecord(uuid.uuid4(), uuid.uuid4(), "manual.pdf", page, section, "text")
+    return ChunkRecord.of(uuid.uuid4(), uuid.uuid4(), "manual.pdf", page, section, "text")
 
 
 def test_sources_cite_the_page_or_the_section() -> None:

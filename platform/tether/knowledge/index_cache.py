@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
 import anyio.to_thread
+import msgspec
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -44,14 +45,37 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-@dataclass(frozen=True, slots=True)
-class ChunkRecord:
-    id: uuid.UUID
-    document_id: uuid.UUID
+class ChunkRecord(msgspec.Struct, frozen=True, gc=False):
+    """One chunk of a cached view. Nothing in it is tracked by the garbage collector (ids
+    as their 16 bytes): a full cache holds 100,000 of them per tier, and every full
+    collection would otherwise walk each one, its two ``uuid.UUID``s and its tokens."""
+
+    key: bytes  # the chunk's id
+    document_key: bytes  # its document's id
     filename: str
     page: int | None
     section: str | None
     text: str
+
+    @classmethod
+    def of(
+        cls,
+        chunk_id: uuid.UUID,
+        document_id: uuid.UUID,
+        filename: str,
+        page: int | None,
+        section: str | None,
+        text: str,
+    ) -> ChunkRecord:
+        return cls(chunk_id.bytes, document_id.bytes, filename, page, section, text)
+
+    @property
+    def id(self) -> uuid.UUID:
+        return uuid.UUID(bytes=self.key)
+
+    @property
+    def document_id(self) -> uuid.UUID:
+        return uuid.UUID(bytes=self.document_key)
 
     @property
     def source(self) -> str:
@@ -64,17 +88,19 @@ class ChunkRecord:
 
 @dataclass(frozen=True, slots=True)
 class _Part:
-    """One document's chunks as read from Postgres."""
+    """One document's chunks as read from Postgres. Tuples, which the collector stops
+    tracking once it finds them holding only untracked objects (lists it walks on every
+    full collection)."""
 
-    records: list[ChunkRecord]
-    tokens: list[list[str]]
-    vectors: list[npt.NDArray[np.float32] | None]
+    records: tuple[ChunkRecord, ...]
+    tokens: tuple[tuple[str, ...], ...]
+    vectors: tuple[npt.NDArray[np.float32] | None, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class BaseView:
     version: int
-    records: list[ChunkRecord]
+    records: tuple[ChunkRecord, ...]  # a tuple: as _Part's
     index: PartitionIndex
 
 
@@ -119,12 +145,14 @@ def _part(document: SearchableDocument, rows: Sequence[ChunkRow], model: str | N
     # Vectors of another model (before a reindex) are not comparable with query vectors:
     # those chunks rank lexically until reindexed.
     return _Part(
-        records=[
-            ChunkRecord(r.id, r.document_id, document.filename, r.page, r.section, r.text)
+        records=tuple(
+            ChunkRecord.of(r.id, r.document_id, document.filename, r.page, r.section, r.text)
             for r in rows
-        ],
-        tokens=[r.tokens.split(" ") if r.tokens else [] for r in rows],
-        vectors=[_vector(r.vector) if model in (None, r.embedding_model) else None for r in rows],
+        ),
+        tokens=tuple(tuple(r.tokens.split(" ")) if r.tokens else () for r in rows),
+        vectors=tuple(
+            _vector(r.vector) if model in (None, r.embedding_model) else None for r in rows
+        ),
     )
 
 
@@ -148,7 +176,7 @@ def _assemble(
 
 
 def _build(version: int, parts: Sequence[_Part], weights: RankWeights) -> BaseView:
-    records = [record for part in parts for record in part.records]
+    records = tuple(record for part in parts for record in part.records)
     pairs = [pair for part in parts for pair in zip(part.tokens, part.vectors, strict=True)]
     docs = [
         RankDoc(
