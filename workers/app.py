@@ -26,6 +26,7 @@ from tether.core.settings import Settings
 from tether.core.telemetry import setup_telemetry, shutdown_telemetry
 from tether.health.heartbeat import beat
 from tether.knowledge.stalled import STALLED_TASK
+from tether.recall.invalidations import RETRY_INVALIDATIONS_TASK
 from workers import runtime
 
 TASK_MODULES = [
@@ -76,6 +77,10 @@ def create_celery(settings: Settings) -> Celery:
             "requeue-stalled-documents": {
                 "task": STALLED_TASK,
                 "schedule": settings.knowledge.stalled_sweep_seconds,
+            },
+            "retry-invalidations": {
+                "task": RETRY_INVALIDATIONS_TASK,
+                "schedule": settings.recall.invalidation_retry_seconds,
             },
         },
     )

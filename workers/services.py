@@ -54,6 +54,7 @@ def services_for(resources: Resources) -> WorkerServices:
                 settings.recall.hot_ttl_seconds,
                 0,
                 snapshot_min_memories=settings.recall.snapshot_min_memories,
+                durable_redis=resources.redis,
             ),
             chat_provider(settings),
         )

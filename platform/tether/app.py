@@ -62,6 +62,7 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
         recall.snapshot_min_memories,
         resources.bulk_redis,
         recall.local_megabytes * 1024 * 1024,
+        durable_redis=resources.redis,
     )
     app.state.reinforcement = ReinforcementBuffer(resources.tasks, recall.reinforce_flush_seconds)
     watch(lambda: app.state.partitions.stats.hit_rate, resources.settings.require_broker_url())

@@ -95,7 +95,9 @@ def _cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
         embedder = embedding_provider(live)
         warm_up(live, embedder)
         async with open_resources(live) as resources:
-            store = PartitionStore(resources.hot_redis, rank_weights(live), 60, 0)
+            store = PartitionStore(
+                resources.hot_redis, rank_weights(live), 60, 0, durable_redis=resources.redis
+            )
             try:
                 return await reindex(
                     resources.sessions,

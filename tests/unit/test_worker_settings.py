@@ -39,3 +39,17 @@ def test_outage_retries_must_wait_at_most_half_the_visibility_timeout(
         _worker(monkeypatch, VISIBILITY_TIMEOUT_SECONDS="60", OUTAGE_RETRY_MAX_SECONDS="31")
     fine = _worker(monkeypatch, VISIBILITY_TIMEOUT_SECONDS="60", OUTAGE_RETRY_MAX_SECONDS="30")
     assert fine.worker.outage_retry_max_seconds == 30
+
+
+def test_beat_retries_failed_invalidations_at_the_configured_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TETHER_RECALL__INVALIDATION_RETRY_SECONDS", "12")
+    monkeypatch.setenv("TETHER_REDIS_URL", "redis://127.0.0.1:1/0")  # never connected to
+    from tether.recall.invalidations import RETRY_INVALIDATIONS_TASK
+    from workers.app import create_celery  # its import builds an app from the environment
+
+    schedule = create_celery(Settings(_env_file=None)).conf.beat_schedule  # type: ignore[call-arg]
+    entry = next(e for e in schedule.values() if e["task"] == RETRY_INVALIDATIONS_TASK)
+    assert entry["schedule"] == 12
+    assert task_queues.ROUTES["memories.*"]["queue"] == task_queues.MEMORIES

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from datetime import UTC, datetime
 
@@ -15,6 +16,8 @@ from tether.core.resources import Resources
 from tether.memories.expiry import expire_due
 from tether.memories.repositories import MemoryRepository
 from tether.memories.session_extraction import SessionExtraction
+from tether.recall.hot import VERSION_TTL_SECONDS
+from tether.recall.invalidations import RETRY_INVALIDATIONS_TASK, retry_recorded
 from tether.recall.reinforcement import REINFORCE_BATCH_TASK, REINFORCE_TASK, Entry
 from tether.turns.sessions import EXTRACT_TASK
 from tether.turns.working_memory import WorkingMemory
@@ -131,3 +134,18 @@ async def _expire(resources: Resources) -> int:
 def expire() -> int:
     """Periodic (beat): memories past ``expires_at`` stop being active."""
     return run(settings_of(app), _expire)
+
+
+async def _retry_invalidations(resources: Resources) -> dict[str, int]:
+    partitions = services_for(resources).partitions
+    report = await retry_recorded(
+        resources.redis, partitions.replace_version, time.time(), VERSION_TTL_SECONDS
+    )
+    return {"invalidated": report.invalidated, "expired": report.expired, "waiting": report.waiting}
+
+
+@app.task(name=RETRY_INVALIDATIONS_TASK)
+def retry_invalidations() -> dict[str, int]:
+    """Periodic (beat): invalidations that failed while the hot Redis was away, done once
+    it answers (tether.recall.invalidations)."""
+    return run(settings_of(app), _retry_invalidations)

@@ -199,6 +199,8 @@ class RecallSettings(BaseModel):
     snapshot_min_memories: int = Field(default=500, ge=1)
     # Recalled memories are reinforced in one task per process this often.
     reinforce_flush_seconds: float = Field(default=1.0, gt=0, le=60)
+    # Invalidations that failed (the hot Redis away) are retried this often (beat).
+    invalidation_retry_seconds: float = Field(default=30.0, ge=1, le=3600)
 
 
 class ContextSettings(BaseModel):

@@ -42,6 +42,7 @@ from tether.core.telemetry import traced
 from tether.core.tenant_sessions import tenant_session
 from tether.recall import encoding
 from tether.recall.cold import ColdReader
+from tether.recall.invalidations import record_failed
 from tether.recall.loaded import LoadedPartition, PartitionRecord, Vector
 from tether.recall.local import LocalCopies, LocalCopy
 from tether.recall.query_read import QueryPartition, RankedPartition
@@ -129,13 +130,16 @@ class PartitionStore:
         snapshot_min_memories: int | None = None,
         bulk_redis: Redis | None = None,
         local_bytes: int = 0,
+        durable_redis: Redis | None = None,
     ) -> None:
         """``sessions``: where background fills after a cold read, and snapshot
         rebuilds after a write, get their own session; without it (workers, the CLI)
         nothing happens in the background (workers call :meth:`refresh_snapshot`).
         ``snapshot_min_memories``: the smallest partition that gets a snapshot.
         ``bulk_redis``: the client for partition blobs (megabytes; a longer timeout).
-        ``local_capacity``, ``local_bytes``: the bounds of this process's copies."""
+        ``local_capacity``, ``local_bytes``: the bounds of this process's copies.
+        ``durable_redis``: where a failed invalidation is recorded for the periodic
+        retry (invalidations.py); None: not recorded."""
         self._cold = ColdReader(weights, embedding_model, snapshot_min_memories)
         self._redis = redis
         self._bulk = bulk_redis or redis
@@ -144,6 +148,7 @@ class PartitionStore:
         self._ttl = ttl_seconds
         self._local = LocalCopies(local_capacity, local_bytes)
         self._sessions = sessions
+        self._durable = durable_redis
         self._decoding: dict[_Key, asyncio.Future[LoadedPartition | None]] = {}
         self._filling: dict[_Key, asyncio.Task[None]] = {}
         self._refreshing: dict[_Key, asyncio.Task[None]] = {}
@@ -230,10 +235,12 @@ class PartitionStore:
         key = (scope.tenant_id, scope.relationship_id)
         self._local.drop(key)
         try:
-            await self._replace_version(scope)
+            await self.replace_version(scope)
             self._uninvalidated.pop(key, None)
         except RedisError as exc:
             log.error("hot partition of %s not invalidated: %s", scope.relationship_id, exc)
+            if self._durable is not None:
+                await record_failed(self._durable, scope, time.time())
             self._retry_later(key, scope)
         if self._sessions is None:
             return
@@ -244,7 +251,9 @@ class PartitionStore:
             task = spawn(self._refresh_later(self._sessions, scope), "snapshot rebuild")
             self._refreshing[key] = task
 
-    async def _replace_version(self, scope: RelationshipScope) -> None:
+    async def replace_version(self, scope: RelationshipScope) -> None:
+        """Make every copy of the partition stale (raises ``RedisError`` if the hot
+        Redis does not answer)."""
         version_key, blob_key = partition_keys(scope)
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.set(version_key, secrets.token_hex(8), ex=VERSION_TTL_SECONDS)
@@ -255,7 +264,8 @@ class PartitionStore:
         """Until it lands, other processes may serve the partition as it was before the
         write (their copies' token is unchanged): the token's TTL bounds that, a retry
         ends it as soon as the Redis answers again. Without ``sessions`` (workers, the
-        CLI: no background work), only the TTL bounds it."""
+        CLI: no background work), the periodic retry of the recorded failures does
+        (invalidations.py), or, if they could not be recorded, the TTL alone."""
         if self._sessions is None:
             return
         if key not in self._uninvalidated and len(self._uninvalidated) >= INVALIDATIONS_PENDING:
@@ -274,7 +284,7 @@ class PartitionStore:
                     self._uninvalidated.pop(key, None)  # the token expired by itself
                     continue
                 try:
-                    await self._replace_version(scope)
+                    await self.replace_version(scope)
                 except RedisError:
                     break  # still away: wait longer
                 self._uninvalidated.pop(key, None)

@@ -1,0 +1,173 @@
+"""Failed invalidations recorded in the durable Redis and retried by the beat task
+(tether.recall.invalidations): what a worker, the CLI or a stopped API process could not
+invalidate stops being served once the hot Redis answers, not when its token expires."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from tenancy.ids import RelationshipId, RelationshipScope
+from tests.support import app_client, resolved_relationship, wait_for_hot_copy
+from tether.core.ids import TenantId
+from tether.core.resources import Resources
+from tether.core.settings import Settings
+from tether.providers.configured import rank_weights
+from tether.recall import invalidations
+from tether.recall.hot import PartitionStore, partition_keys
+from tether.recall.invalidations import (
+    RETRY_INVALIDATIONS_TASK,
+    UNINVALIDATED_KEY,
+    record_failed,
+    retry_recorded,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.worker]
+
+LIFETIME = 3600.0
+
+
+def _scope(tenant: uuid.UUID | None = None) -> RelationshipScope:
+    return RelationshipScope(TenantId(tenant or uuid.uuid4()), RelationshipId(uuid.uuid4()))
+
+
+def _member(scope: RelationshipScope) -> str:
+    return f"{scope.tenant_id}:{scope.relationship_id}"
+
+
+@pytest.fixture
+async def durable(resources: Resources) -> Any:
+    await resources.redis.delete(UNINVALIDATED_KEY)
+    yield resources.redis
+    await resources.redis.delete(UNINVALIDATED_KEY)
+
+
+async def test_a_workers_failed_invalidation_is_recorded_in_the_durable_redis(
+    settings: Settings, resources: Resources, durable: Redis, tmp_path: Path
+) -> None:
+    """A store without background work (a worker's, the CLI's) records the failure."""
+    away = Redis.from_url(f"unix://{tmp_path}/absent.sock")
+    store = PartitionStore(away, rank_weights(settings), 60, 0, durable_redis=durable)
+    scope = _scope()
+    before = time.time()
+    await store.invalidate(scope)
+    first = await durable.zscore(UNINVALIDATED_KEY, _member(scope))
+    assert first is not None
+    assert before <= first <= time.time()
+    await store.invalidate(scope)  # failing again keeps when it first failed
+    assert await durable.zscore(UNINVALIDATED_KEY, _member(scope)) == first
+    await away.aclose()
+
+
+async def test_the_retry_replaces_versions_and_takes_the_records_out(
+    resources: Resources, durable: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(invalidations, "BATCH", 2)  # several round trips
+    scopes = [_scope() for _ in range(5)]
+    now = time.time()
+    for scope in scopes:
+        version_key, blob_key = partition_keys(scope)
+        await resources.hot_redis.set(version_key, "old")
+        await resources.hot_redis.set(blob_key, b"copy")
+        assert await record_failed(durable, scope, now - 10)
+    store = PartitionStore(resources.hot_redis, rank_weights(resources.settings), 60, 0)
+    replaced: list[RelationshipScope] = []
+
+    async def replace(scope: RelationshipScope) -> None:
+        replaced.append(scope)
+        await store.replace_version(scope)
+
+    report = await retry_recorded(durable, replace, now, LIFETIME)
+    assert (report.invalidated, report.expired, report.waiting) == (5, 0, 0)
+    assert sorted(map(str, replaced)) == sorted(map(str, scopes))
+    assert await durable.zcard(UNINVALIDATED_KEY) == 0
+    for scope in scopes:
+        version_key, blob_key = partition_keys(scope)
+        assert await resources.hot_redis.get(version_key) != b"old"
+        assert not await resources.hot_redis.exists(blob_key)
+
+
+async def test_while_the_hot_redis_is_away_the_records_are_kept_as_they_were(
+    durable: Redis,
+) -> None:
+    scopes = [_scope() for _ in range(3)]
+    now = time.time()
+    for age, scope in enumerate(scopes):
+        await record_failed(durable, scope, now - 100 + age)
+    tries = 0
+
+    async def away(scope: RelationshipScope) -> None:
+        nonlocal tries
+        tries += 1
+        raise RedisConnectionError("hot Redis away")
+
+    report = await retry_recorded(durable, away, now, LIFETIME)
+    assert (report.invalidated, report.waiting, tries) == (0, 3, 1)  # stops at the first
+    kept = await durable.zrange(UNINVALIDATED_KEY, 0, -1, withscores=True)
+    assert kept == [(_member(s).encode(), now - 100 + age) for age, s in enumerate(scopes)]
+
+
+async def test_records_older_than_a_token_lives_and_foreign_members_are_dropped(
+    durable: Redis,
+) -> None:
+    now = time.time()
+    old, recent = _scope(), _scope()
+    await record_failed(durable, old, now - LIFETIME - 1)
+    await record_failed(durable, recent, now - 1)
+    await durable.zadd(UNINVALIDATED_KEY, {"not-a-scope": now})
+    replaced: list[RelationshipScope] = []
+
+    async def replace(scope: RelationshipScope) -> None:
+        replaced.append(scope)
+
+    report = await retry_recorded(durable, replace, now, LIFETIME)
+    assert (report.invalidated, report.expired) == (1, 2)
+    assert replaced == [recent]
+    assert await durable.zcard(UNINVALIDATED_KEY) == 0
+
+
+async def test_a_stopped_writers_failed_invalidation_ends_with_the_beat_task(
+    settings: Settings,
+    client: Any,
+    make_tenant: Any,
+    resources: Resources,
+    durable: Redis,
+    celery_worker: Any,
+    tmp_path: Path,
+) -> None:
+    """An API process that could not reach the hot Redis, stopped before it could retry:
+    readers serve the partition as it was before its delete until the periodic retry
+    (here sent as beat sends it) replaces the version."""
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid = await resolved_relationship(client, headers, "recorded-invalidation")
+    memories = f"/v1/relationships/{rid}/memories"
+    await client.post(memories, json={"content": "The user plays chess"}, headers=headers)
+    gone = await client.post(memories, json={"content": "The user plays go"}, headers=headers)
+    search = f"/v1/relationships/{rid}/search"
+
+    async def contents() -> list[str]:
+        answer = (await client.post(search, json={"query": "plays"}, headers=headers)).json()
+        return sorted(r["content"] for r in answer["results"])
+
+    assert await contents() == ["The user plays chess", "The user plays go"]
+    await wait_for_hot_copy(resources.hot_redis, rid)
+    absent = settings.model_copy(update={"hot_redis_url": f"unix://{tmp_path}/absent.sock"})
+    async with app_client(absent) as writer:
+        deleted = await writer.delete(f"{memories}/{gone.json()['id']}", headers=headers)
+        assert deleted.status_code == 204, deleted.text
+    assert await durable.zcard(UNINVALIDATED_KEY) == 1
+    assert "The user plays go" in await contents()  # stale: the writer is gone
+    await resources.tasks.send(RETRY_INVALIDATIONS_TASK, [])
+    deadline = time.monotonic() + 30
+    while await contents() != ["The user plays chess"]:
+        assert time.monotonic() < deadline, "the recorded invalidation was not retried"
+        await asyncio.sleep(0.2)
+    assert await durable.zcard(UNINVALIDATED_KEY) == 0
