@@ -40,8 +40,15 @@ FIXED_REPLICAS = {
 
 # Indexing in a worker Deployment of its own, the other queues in the main one.
 WORKER_POOLS = {
-    "worker": {"queues": ["turns", "memories", "celery"]},
-    "workerPools": [{"name": "knowledge", "queues": ["knowledge"], "replicaCount": 2}],
+    "worker": {"queues": ["turns", "celery"]},
+    "workerPools": [
+        {"name": "knowledge", "queues": ["knowledge"], "replicaCount": 2},
+        {
+            "name": "memories",
+            "queues": ["memories"],
+            "autoscaling": {"minReplicas": 1, "maxReplicas": 4},
+        },
+    ],
 }
 
 Manifest = dict[str, Any]
@@ -148,7 +155,7 @@ def test_renders_the_workloads_and_their_companions(manifests: list[Manifest]) -
     assert kinds.count("Job") == 1
     assert kinds.count("ConfigMap") == 2
     assert kinds.count("Service") == 1
-    assert kinds.count("PodDisruptionBudget") == 2
+    assert kinds.count("PodDisruptionBudget") == 2 + len(_pools(manifests))
     deployments = _of_kind(manifests, "Deployment")
     components = {m["metadata"]["labels"]["app.kubernetes.io/component"] for m in deployments}
     assert components == {"api", "worker", "beat", *_pools(manifests)}
@@ -165,7 +172,7 @@ def _pools(manifests: list[Manifest]) -> list[str]:
 
 def test_a_worker_pool_takes_only_its_queues(renders: dict[str, list[Manifest]]) -> None:
     pooled = renders["worker-pools"]
-    assert _pools(pooled) == ["worker-knowledge"]
+    assert _pools(pooled) == ["worker-knowledge", "worker-memories"]
     knowledge = _component(pooled, "Deployment", "worker-knowledge")
     assert knowledge["metadata"]["name"] == "tether-worker-pools-worker-knowledge"
     assert knowledge["spec"]["replicas"] == 2
@@ -176,11 +183,36 @@ def test_a_worker_pool_takes_only_its_queues(renders: dict[str, list[Manifest]])
     assert env["OTEL_SERVICE_NAME"]["value"] == "tether-worker-knowledge"
     assert container["command"] == ["tether", "worker"]
     main = _env(_container(pooled, "Deployment", "worker"))
-    assert main["TETHER_WORKER__QUEUES"]["value"] == "turns,memories,celery"
+    assert main["TETHER_WORKER__QUEUES"]["value"] == "turns,celery"
     # Its pods are its own: the main worker's selector does not take them.
     labels = knowledge["spec"]["template"]["metadata"]["labels"]
     selector = _component(pooled, "Deployment", "worker")["spec"]["selector"]["matchLabels"]
     assert not selector.items() <= labels.items()
+
+
+def test_worker_pools_get_the_workers_budget_and_scale_when_asked(
+    renders: dict[str, list[Manifest]],
+) -> None:
+    pooled = renders["worker-pools"]
+    budgets = {
+        m["metadata"]["labels"]["app.kubernetes.io/component"]: m
+        for m in _of_kind(pooled, "PodDisruptionBudget")
+    }
+    assert set(budgets) == {"api", "worker", "worker-knowledge", "worker-memories"}
+    for component in ("worker-knowledge", "worker-memories"):
+        selector = budgets[component]["spec"]["selector"]["matchLabels"]
+        pods = _component(pooled, "Deployment", component)["spec"]["template"]["metadata"]
+        assert selector.items() <= pods["labels"].items()
+        assert budgets[component]["spec"]["maxUnavailable"] == 1
+    scaled = {
+        h["spec"]["scaleTargetRef"]["name"]: h for h in _of_kind(pooled, "HorizontalPodAutoscaler")
+    }
+    memories = _component(pooled, "Deployment", "worker-memories")
+    assert "replicas" not in memories["spec"]
+    hpa = scaled[memories["metadata"]["name"]]
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 4)
+    knowledge = _component(pooled, "Deployment", "worker-knowledge")
+    assert knowledge["metadata"]["name"] not in scaled  # fixed: replicaCount 2
 
 
 def test_autoscalers_target_existing_deployments_that_leave_replicas_to_them(
@@ -251,6 +283,18 @@ def test_provider_keys_are_secret_refs_too(renders: dict[str, list[Manifest]]) -
         ({"workerPools": [{"name": "Big_Pool", "queues": ["knowledge"]}]}, "must be 1-22"),
         ({"workerPools": [{"name": "empty", "queues": []}]}, "name at least one queue"),
         ({"workerPools": [{"name": "typo", "queues": ["knowlege"]}]}, 'unknown queue "knowlege"'),
+        (
+            {
+                "workerPools": [
+                    {
+                        "name": "k",
+                        "queues": ["knowledge"],
+                        "autoscaling": {"minReplicas": 3, "maxReplicas": 2},
+                    }
+                ]
+            },
+            "minReplicas <= maxReplicas",
+        ),
         ({"worker": {"queues": ["turns", "memories"]}}, "no worker takes the knowledge queue"),
     ],
 )
