@@ -25,9 +25,7 @@ import time
 import httpx
 import recall_scale as rs
 import redis
-from _harness import Run, api_server, hot_redis_url, seed, services
-
-from tether.core.settings import Settings
+from _harness import Run, api_server, hot_redis_url, services
 
 _PCT = Run().pct
 
@@ -69,16 +67,10 @@ def main() -> None:
     rng = random.Random(1)
     pools = asyncio.run(rs.template_vectors(64, rng))
     rng = random.Random(args.memories)
-    sizes = rs.relationship_sizes(args.memories, 5_000, 0.25, rng)
     seen: dict[str, dict[str, list[float]]] = {}
     with services() as (database_url, redis_url):
         targets = {"one": redis_url, "split": hot_redis_url()}
-        settings = Settings(database_url=database_url, redis_url=redis_url)
-        token = asyncio.run(seed(database_url, redis_url, len(sizes), min(100, len(sizes))))
-        tenant_id, ids = asyncio.run(rs.relationships(settings))
-        population = rs.Population(tenant_id, ids, sizes, [rng.choice(("en", "zh")) for _ in ids])
-        maker = rs.RowMaker(tenant_id, pools, rng)
-        asyncio.run(rs.bulk_import(settings, population, maker))
+        token, population, maker = rs.populate(database_url, redis_url, args.memories, pools, rng)
         large = population.pick(5_000, 5_000, 300, rng)
         durable = redis.Redis.from_url(redis_url)
         print(f"# N={args.memories:,}, {len(large)} partitions of 5,000; {args.rounds} rounds")

@@ -595,6 +595,22 @@ class Bench:
         return f"    timings_ms median of 8: {medians}"
 
 
+def populate(
+    database_url: str, redis_url: str, n: int, pools: Pools | None, rng: random.Random
+) -> tuple[str, Population, RowMaker]:
+    """``n`` memories with the default skew (a quarter of them in 5,000-memory
+    relationships), imported in bulk: for the benchmarks that compare settings or trees
+    on one database. Returns the API key's token, the population and its row maker."""
+    sizes = relationship_sizes(n, 5_000, 0.25, rng)
+    settings = Settings(database_url=database_url, redis_url=redis_url)
+    token = asyncio.run(seed(database_url, redis_url, len(sizes), min(100, len(sizes))))
+    tenant_id, ids = asyncio.run(relationships(settings))
+    population = Population(tenant_id, ids, sizes, [rng.choice(("en", "zh")) for _ in ids])
+    maker = RowMaker(tenant_id, pools, rng)
+    asyncio.run(bulk_import(settings, population, maker))
+    return token, population, maker
+
+
 def run_scale(n: int, args: argparse.Namespace, pools: Pools | None) -> dict[str, float]:
     """Load ``n`` memories, measure; returns p95 (end to end) per class."""
     rng = random.Random(n)

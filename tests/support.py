@@ -7,8 +7,9 @@ import gc
 import importlib.util
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -82,6 +83,37 @@ async def resolved_relationship(client: httpx.AsyncClient, headers: Any, user: s
     resolved = await client.post("/v1/resolve", json=resolve_body(user), headers=headers)
     assert resolved.status_code in (200, 201), resolved.text
     return str(resolved.json()["relationship_id"])
+
+
+CHESS, GO = "The user plays chess", "The user plays go"
+
+
+@dataclass(frozen=True)
+class HotChessAndGo:
+    """A relationship holding two memories (CHESS, GO), read once so that its partition
+    is in the hot tiers: for tests of what a write's invalidation leaves behind."""
+
+    memories: str  # the relationship's memories path
+    go_id: str  # the memory GO
+    contents: Callable[[], Awaitable[list[str]]]  # what a search for "plays" recalls, sorted
+
+
+async def hot_chess_and_go(
+    client: httpx.AsyncClient, headers: Any, hot_redis: Redis, user: str
+) -> HotChessAndGo:
+    rid = await resolved_relationship(client, headers, user)
+    memories = f"/v1/relationships/{rid}/memories"
+    await client.post(memories, json={"content": CHESS}, headers=headers)
+    go = await client.post(memories, json={"content": GO}, headers=headers)
+    search = f"/v1/relationships/{rid}/search"
+
+    async def contents() -> list[str]:
+        answer = (await client.post(search, json={"query": "plays"}, headers=headers)).json()
+        return sorted(r["content"] for r in answer["results"])
+
+    assert await contents() == [CHESS, GO]
+    await wait_for_hot_copy(hot_redis, rid)
+    return HotChessAndGo(memories, str(go.json()["id"]), contents)
 
 
 async def stored_turns(resources: Resources, relationship_id: str) -> int:

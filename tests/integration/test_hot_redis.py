@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 from redis import Redis as SyncRedis
 
-from tests.support import app_client, resolved_relationship, wait_for_hot_copy
+from tests.support import (
+    CHESS,
+    GO,
+    app_client,
+    hot_chess_and_go,
+    resolved_relationship,
+    wait_for_hot_copy,
+)
 from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.health.schemas import ComponentHealth, HealthRead
@@ -158,29 +165,16 @@ async def test_a_write_whose_invalidation_failed_stops_showing_within_the_versio
     monkeypatch.setattr(hot, "VERSION_TTL_SECONDS", 3)
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
-    rid = await resolved_relationship(client, headers, "lost-invalidation")
-    memories = f"/v1/relationships/{rid}/memories"
-    kept = await client.post(memories, json={"content": "The user plays chess"}, headers=headers)
-    gone = await client.post(memories, json={"content": "The user plays go"}, headers=headers)
-    search = f"/v1/relationships/{rid}/search"
-
-    async def contents() -> list[str]:
-        answer = (await client.post(search, json={"query": "plays"}, headers=headers)).json()
-        return sorted(r["content"] for r in answer["results"])
-
-    both = ["The user plays chess", "The user plays go"]
-    assert await contents() == both
-    await wait_for_hot_copy(resources.hot_redis, rid)
+    pair = await hot_chess_and_go(client, headers, resources.hot_redis, "lost-invalidation")
     absent = settings.model_copy(update={"hot_redis_url": f"unix://{tmp_path}/absent.sock"})
     async with app_client(absent) as cut_off:
-        deleted = await cut_off.delete(f"{memories}/{gone.json()['id']}", headers=headers)
+        deleted = await cut_off.delete(f"{pair.memories}/{pair.go_id}", headers=headers)
         assert deleted.status_code == 204, deleted.text
-    assert await contents() == both  # the copy of before the delete, not invalidated
+    assert await pair.contents() == [CHESS, GO]  # the copy of before the delete
     deadline = time.monotonic() + 10
-    while await contents() != ["The user plays chess"]:
+    while await pair.contents() != [CHESS]:
         assert time.monotonic() < deadline, "the deleted memory is still recalled"
         await asyncio.sleep(0.2)
-    assert kept.status_code == 201
 
 
 async def _relay(path: Path, target: Path) -> asyncio.AbstractServer:
@@ -211,31 +205,20 @@ async def test_a_failed_invalidation_is_retried_when_the_hot_redis_answers_again
 ) -> None:
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
-    rid = await resolved_relationship(client, headers, "retried-invalidation")
-    memories = f"/v1/relationships/{rid}/memories"
-    await client.post(memories, json={"content": "The user plays chess"}, headers=headers)
-    gone = await client.post(memories, json={"content": "The user plays go"}, headers=headers)
-    search = f"/v1/relationships/{rid}/search"
-
-    async def contents() -> list[str]:
-        answer = (await client.post(search, json={"query": "plays"}, headers=headers)).json()
-        return sorted(r["content"] for r in answer["results"])
-
-    assert await contents() == ["The user plays chess", "The user plays go"]
-    await wait_for_hot_copy(resources.hot_redis, rid)
+    pair = await hot_chess_and_go(client, headers, resources.hot_redis, "retried-invalidation")
     socket = tmp_path_factory.mktemp("rl", numbered=True) / "hot.sock"
     hot_url = settings.require_hot_redis_url()
     target = Path(hot_url.removeprefix("unix://").partition("?")[0])
     database = hot_url.partition("?")[2]
     cut_off = settings.model_copy(update={"hot_redis_url": f"unix://{socket}?{database}"})
     async with app_client(cut_off) as writer:
-        deleted = await writer.delete(f"{memories}/{gone.json()['id']}", headers=headers)
+        deleted = await writer.delete(f"{pair.memories}/{pair.go_id}", headers=headers)
         assert deleted.status_code == 204, deleted.text
-        assert "The user plays go" in await contents()  # not invalidated yet
+        assert GO in await pair.contents()  # not invalidated yet
         relay = await _relay(socket, target)  # the writer's hot Redis is back
         try:
             deadline = time.monotonic() + 10
-            while await contents() != ["The user plays chess"]:
+            while await pair.contents() != [CHESS]:
                 assert time.monotonic() < deadline, "the failed invalidation was not retried"
                 await asyncio.sleep(0.2)
         finally:

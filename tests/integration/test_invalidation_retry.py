@@ -15,7 +15,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from tenancy.ids import RelationshipId, RelationshipScope
-from tests.support import app_client, resolved_relationship, wait_for_hot_copy
+from tests.support import CHESS, GO, app_client, hot_chess_and_go
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
@@ -147,27 +147,16 @@ async def test_a_stopped_writers_failed_invalidation_ends_with_the_beat_task(
     (here sent as beat sends it) replaces the version."""
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
-    rid = await resolved_relationship(client, headers, "recorded-invalidation")
-    memories = f"/v1/relationships/{rid}/memories"
-    await client.post(memories, json={"content": "The user plays chess"}, headers=headers)
-    gone = await client.post(memories, json={"content": "The user plays go"}, headers=headers)
-    search = f"/v1/relationships/{rid}/search"
-
-    async def contents() -> list[str]:
-        answer = (await client.post(search, json={"query": "plays"}, headers=headers)).json()
-        return sorted(r["content"] for r in answer["results"])
-
-    assert await contents() == ["The user plays chess", "The user plays go"]
-    await wait_for_hot_copy(resources.hot_redis, rid)
+    pair = await hot_chess_and_go(client, headers, resources.hot_redis, "recorded-invalidation")
     absent = settings.model_copy(update={"hot_redis_url": f"unix://{tmp_path}/absent.sock"})
     async with app_client(absent) as writer:
-        deleted = await writer.delete(f"{memories}/{gone.json()['id']}", headers=headers)
+        deleted = await writer.delete(f"{pair.memories}/{pair.go_id}", headers=headers)
         assert deleted.status_code == 204, deleted.text
     assert await durable.zcard(UNINVALIDATED_KEY) == 1
-    assert "The user plays go" in await contents()  # stale: the writer is gone
+    assert GO in await pair.contents()  # stale: the writer is gone
     await resources.tasks.send(RETRY_INVALIDATIONS_TASK, [])
     deadline = time.monotonic() + 30
-    while await contents() != ["The user plays chess"]:
+    while await pair.contents() != [CHESS]:
         assert time.monotonic() < deadline, "the recorded invalidation was not retried"
         await asyncio.sleep(0.2)
     assert await durable.zcard(UNINVALIDATED_KEY) == 0

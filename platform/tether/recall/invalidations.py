@@ -8,7 +8,9 @@ held. So every failure is also recorded here: a sorted set in the Redis that per
 turns (``tether:uninvalidated``, member ``{tenant}:{relationship}``, score the time of
 the first failure), which the beat task ``memories.retry_invalidations`` drains once the
 hot Redis answers. With one Redis for both, the record fails as the invalidation did and
-the token's lifetime alone bounds the staleness.
+the token's lifetime alone bounds the staleness. When an API process's own retry lands
+first, the record is still retried: one more version change, so one more cold read of
+that partition, which is cheaper than a second round trip on every successful retry.
 
 A member is taken out of the set before its version is replaced, and put back if the
 hot Redis is still away, so a failure recorded meanwhile is never removed unhandled; a

@@ -122,7 +122,7 @@ class LoadedPartition:
 
     # A tuple, not a list: the collector stops tracking a tuple of untracked objects, but
     # walks a list's every item on each full collection, touching each record's memory
-    # (fifty 5,000-memory partitions: 30-40 ms per collection, one every second or two).
+    # (fifty 5,000-memory partitions: 25-40 ms per collection, one every second or two).
     records: tuple[PartitionRecord, ...]
     index: PartitionIndex
     version: str
