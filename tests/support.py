@@ -116,6 +116,16 @@ async def hot_chess_and_go(
     return HotChessAndGo(memories, str(go.json()["id"]), contents)
 
 
+async def delete_go_cut_off(
+    settings: Settings, pair: HotChessAndGo, headers: Any, socket_dir: Path
+) -> None:
+    """Delete GO through an API process that cannot reach the hot Redis (stopped after)."""
+    absent = settings.model_copy(update={"hot_redis_url": f"unix://{socket_dir}/absent.sock"})
+    async with app_client(absent) as writer:
+        deleted = await writer.delete(f"{pair.memories}/{pair.go_id}", headers=headers)
+        assert deleted.status_code == 204, deleted.text
+
+
 async def stored_turns(resources: Resources, relationship_id: str) -> int:
     """How many turns of the relationship are in Postgres (a session sees every tenant)."""
     async with resources.sessions() as session:

@@ -13,6 +13,7 @@ from tests.support import (
     CHESS,
     GO,
     app_client,
+    delete_go_cut_off,
     hot_chess_and_go,
     resolved_relationship,
     wait_for_hot_copy,
@@ -166,10 +167,7 @@ async def test_a_write_whose_invalidation_failed_stops_showing_within_the_versio
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
     pair = await hot_chess_and_go(client, headers, resources.hot_redis, "lost-invalidation")
-    absent = settings.model_copy(update={"hot_redis_url": f"unix://{tmp_path}/absent.sock"})
-    async with app_client(absent) as cut_off:
-        deleted = await cut_off.delete(f"{pair.memories}/{pair.go_id}", headers=headers)
-        assert deleted.status_code == 204, deleted.text
+    await delete_go_cut_off(settings, pair, headers, tmp_path)
     assert await pair.contents() == [CHESS, GO]  # the copy of before the delete
     deadline = time.monotonic() + 10
     while await pair.contents() != [CHESS]:

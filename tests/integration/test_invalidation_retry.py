@@ -15,7 +15,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from tenancy.ids import RelationshipId, RelationshipScope
-from tests.support import CHESS, GO, app_client, hot_chess_and_go
+from tests.support import CHESS, GO, delete_go_cut_off, hot_chess_and_go
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
@@ -148,10 +148,7 @@ async def test_a_stopped_writers_failed_invalidation_ends_with_the_beat_task(
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
     pair = await hot_chess_and_go(client, headers, resources.hot_redis, "recorded-invalidation")
-    absent = settings.model_copy(update={"hot_redis_url": f"unix://{tmp_path}/absent.sock"})
-    async with app_client(absent) as writer:
-        deleted = await writer.delete(f"{pair.memories}/{pair.go_id}", headers=headers)
-        assert deleted.status_code == 204, deleted.text
+    await delete_go_cut_off(settings, pair, headers, tmp_path)
     assert await durable.zcard(UNINVALIDATED_KEY) == 1
     assert GO in await pair.contents()  # stale: the writer is gone
     await resources.tasks.send(RETRY_INVALIDATIONS_TASK, [])
