@@ -26,7 +26,7 @@ from tether.core.database import create_engine, create_session_factory, transact
 from tether.core.ids import TenantId
 from tether.core.settings import Settings
 from tether.runtime import migrate
-from tether.runtime.embedded_postgres import EmbeddedPostgres
+from tether.runtime.embedded_postgres import EmbeddedPostgres, default_shared_buffers_mb
 from tether.runtime.embedded_redis import EmbeddedRedis
 
 HOT_REDIS_VARIABLE = "TETHER_HOT_REDIS_URL"
@@ -35,25 +35,20 @@ _LENGTH = re.compile(rb"content-length: (\d+)", re.IGNORECASE)
 
 
 @contextmanager
-def services(shared_buffers: str | None = None) -> Iterator[tuple[str, str]]:
+def services(shared_buffers_mb: int | None = None) -> Iterator[tuple[str, str]]:
     """Fresh embedded Postgres + Redis in a temp dir, migrated; yields their URLs.
 
     As the embedded runtime does, a second Redis (a cache, without persistence) holds the
     hot tier: its URL is ``TETHER_HOT_REDIS_URL`` in this process's environment while the
     block runs, so the API and worker processes a bench starts use it (``hot_redis_url``).
-    ``shared_buffers`` (e.g. "2GB") restarts Postgres with that buffer pool instead of
-    the embedded default (128 MB), as a database server would be sized."""
+    Postgres's buffer pool is the embedded runtime's (``default_shared_buffers_mb``)
+    unless ``shared_buffers_mb`` is given."""
     with tempfile.TemporaryDirectory(prefix="tb") as tmp:
-        postgres, redis = EmbeddedPostgres(Path(tmp)), EmbeddedRedis(Path(tmp))
-        hot = EmbeddedRedis(Path(tmp), cache=True)
+        buffers = shared_buffers_mb or default_shared_buffers_mb()
+        postgres = EmbeddedPostgres(Path(tmp), shared_buffers_mb=buffers)
+        redis, hot = EmbeddedRedis(Path(tmp)), EmbeddedRedis(Path(tmp), cache=True)
         try:
             database_url = postgres.start()
-            if shared_buffers:
-                if not re.fullmatch(r"\d+(kB|MB|GB)", shared_buffers):
-                    raise ValueError(f"shared_buffers {shared_buffers!r}: e.g. 2GB")
-                postgres.psql(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}';")
-                postgres.stop()
-                database_url = postgres.start()
             redis_url = redis.start()
             os.environ[HOT_REDIS_VARIABLE] = hot.start()
             migrate.upgrade(database_url)

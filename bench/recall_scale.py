@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import math
 import os
@@ -81,6 +82,7 @@ from tether.core.settings import Settings
 from tether.providers.offline import MODEL_DIMENSION, MODEL_NAME, OfflineEmbeddingProvider
 from tether.recall.hot import partition_keys
 from tether.recall.text import tokenize, warm_up
+from tether.runtime.embedded_postgres import default_shared_buffers_mb
 
 Vector = npt.NDArray[np.float32]
 Pools = dict[tuple[str, int], Vector]
@@ -287,10 +289,40 @@ class RowMaker:
             )  # fmt: skip
 
 
+def _interleaved(population: Population, maker: RowMaker) -> Iterator[tuple[object, ...]]:
+    """Every relationship's rows, in one random order over all of them: as memories come
+    in when every relationship writes now and then, so that a partition's rows are
+    scattered over the table's pages, not stored side by side as a relationship's own
+    import would store them. Each relationship's rows keep their order."""
+    streams = [
+        maker.rows(rid, size, language)
+        for rid, size, language in zip(
+            population.ids, population.sizes, population.languages, strict=True
+        )
+    ]
+    turns = [i for i, size in enumerate(population.sizes) for _ in range(size)]
+    maker.rng.shuffle(turns)
+    for i in turns:
+        yield next(streams[i])
+
+
+def _grouped(population: Population, maker: RowMaker) -> Iterator[tuple[object, ...]]:
+    for rid, size, language in zip(
+        population.ids, population.sizes, population.languages, strict=True
+    ):
+        yield from maker.rows(rid, size, language)
+
+
 async def bulk_import(
-    settings: Settings, population: Population, maker: RowMaker, chunk: int = 20_000
+    settings: Settings,
+    population: Population,
+    maker: RowMaker,
+    chunk: int = 20_000,
+    layout: str = "grouped",
 ) -> tuple[float, float]:
-    """COPY every memory into Postgres; returns (seconds generating, seconds copying)."""
+    """COPY every memory into Postgres; returns (seconds generating, seconds copying).
+    ``layout``: "grouped" (each relationship's rows side by side) or "interleaved"
+    (:func:`_interleaved`)."""
     generating = copying = 0.0
     # VACUUM of a million memories outlasts the service's statement timeout.
     unlimited = settings.db.model_copy(update={"statement_timeout_seconds": 0})
@@ -298,19 +330,16 @@ async def bulk_import(
     async with engine.connect() as conn:
         raw = (await conn.get_raw_connection()).driver_connection
         await register_vector(raw)
-        batch: list[tuple[object, ...]] = []
-        last = len(population.ids) - 1
-        for i, (rid, size, language) in enumerate(
-            zip(population.ids, population.sizes, population.languages, strict=True)
-        ):
+        rows = (_interleaved if layout == "interleaved" else _grouped)(population, maker)
+        while True:
             started = time.perf_counter()
-            batch.extend(maker.rows(rid, size, language))
+            batch = list(itertools.islice(rows, chunk))
             generating += time.perf_counter() - started
-            if len(batch) >= chunk or (i == last and batch):
-                started = time.perf_counter()
-                await raw.copy_records_to_table("memories", records=batch, columns=COLUMNS)
-                copying += time.perf_counter() - started
-                batch = []
+            if not batch:
+                break
+            started = time.perf_counter()
+            await raw.copy_records_to_table("memories", records=batch, columns=COLUMNS)
+            copying += time.perf_counter() - started
         started = time.perf_counter()
         # VACUUM as well: otherwise autovacuum processes the freshly loaded partitions
         # (and the first reads set their hint bits) while the classes are measured. A
@@ -596,7 +625,12 @@ class Bench:
 
 
 def populate(
-    database_url: str, redis_url: str, n: int, pools: Pools | None, rng: random.Random
+    database_url: str,
+    redis_url: str,
+    n: int,
+    pools: Pools | None,
+    rng: random.Random,
+    layout: str = "grouped",
 ) -> tuple[str, Population, RowMaker]:
     """``n`` memories with the default skew (a quarter of them in 5,000-memory
     relationships), imported in bulk: for the benchmarks that compare settings or trees
@@ -607,7 +641,7 @@ def populate(
     tenant_id, ids = asyncio.run(relationships(settings))
     population = Population(tenant_id, ids, sizes, [rng.choice(("en", "zh")) for _ in ids])
     maker = RowMaker(tenant_id, pools, rng)
-    asyncio.run(bulk_import(settings, population, maker))
+    asyncio.run(bulk_import(settings, population, maker, layout=layout))
     return token, population, maker
 
 
@@ -616,7 +650,7 @@ def run_scale(n: int, args: argparse.Namespace, pools: Pools | None) -> dict[str
     rng = random.Random(n)
     sizes = relationship_sizes(n, args.large_size, args.large_share, rng)
     p95: dict[str, float] = {}
-    with services(args.shared_buffers) as (database_url, redis_url):
+    with services(args.shared_buffers_mb) as (database_url, redis_url):
         settings = Settings(database_url=database_url, redis_url=redis_url)
         started = time.perf_counter()
         token = asyncio.run(seed(database_url, redis_url, len(sizes), min(100, len(sizes))))
@@ -624,7 +658,9 @@ def run_scale(n: int, args: argparse.Namespace, pools: Pools | None) -> dict[str
         languages = [rng.choice(("en", "zh")) for _ in ids]
         population = Population(tenant_id, ids, sizes, languages)
         maker = RowMaker(tenant_id, pools, rng)
-        generating, copying = asyncio.run(bulk_import(settings, population, maker))
+        generating, copying = asyncio.run(
+            bulk_import(settings, population, maker, layout=args.layout)
+        )
         large = sum(1 for s in sizes if s == args.large_size)
         print(
             f"\n## N={n:,} memories in {len(sizes):,} relationships ({large} with "
@@ -699,7 +735,17 @@ def main() -> None:
         "chart's 1 GiB container)",
     )
     parser.add_argument(
-        "--shared-buffers", default=None, help="Postgres buffer pool, e.g. 2GB (default 128MB)"
+        "--shared-buffers-mb",
+        type=int,
+        default=None,
+        help="Postgres's buffer pool (default: the embedded runtime's, a quarter of memory)",
+    )
+    parser.add_argument(
+        "--layout",
+        choices=("interleaved", "grouped"),
+        default="interleaved",
+        help="interleaved: the relationships' rows in one random order, scattered over the "
+        "table as memories written over time are; grouped: each relationship's side by side",
     )
     args = parser.parse_args()
     scales = [int(n) for n in args.memories.split(",")]
@@ -711,7 +757,8 @@ def main() -> None:
         f"# {args.workers} API workers, vectors: "
         + ("real USE-m embeddings of 64 sentences per template" if pools else "random unit")
         + f"; latency classes at c=1, {args.requests} requests each; 1 client process"
-        + f"; Postgres shared_buffers {args.shared_buffers or '128MB (embedded default)'}"
+        + f"; Postgres shared_buffers {args.shared_buffers_mb or default_shared_buffers_mb()} MB"
+        + f"; rows {args.layout}"
         + f"; process copies up to {args.local_megabytes} MB"
     )
     results = {n: run_scale(n, args, pools) for n in scales}

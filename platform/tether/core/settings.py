@@ -255,6 +255,10 @@ class Settings(BaseSettings):
     # (per client and process) instead of each waiting for its timeout; 0 turns it off.
     redis_stall_seconds: float = Field(default=2.0, ge=0)
     data_dir: Path = Path(".tether")
+    # The embedded Postgres's buffer pool; unset: a quarter of the memory, 128 MB to 8 GB
+    # (tether.runtime.embedded_postgres.default_shared_buffers_mb). An external
+    # Postgres is sized by its operator (docs/scaling.md).
+    embedded_shared_buffers_mb: int | None = Field(default=None, ge=16, le=262_144)
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
     log_level: LogLevel = "INFO"

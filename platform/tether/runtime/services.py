@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from tether.core.settings import Settings
-from tether.runtime.embedded_postgres import EmbeddedPostgres
+from tether.runtime.embedded_postgres import EmbeddedPostgres, default_shared_buffers_mb
 from tether.runtime.embedded_redis import EmbeddedRedis
 from tether.runtime.preflight import ensure_writable_dir
 
@@ -24,7 +24,8 @@ def backing_services(settings: Settings, *, need_redis: bool = True) -> Iterator
         if database_url is None or (need_redis and redis_url is None):
             data_dir = ensure_writable_dir(settings.data_dir)
             if database_url is None:
-                postgres = EmbeddedPostgres(data_dir)
+                buffers = settings.embedded_shared_buffers_mb or default_shared_buffers_mb()
+                postgres = EmbeddedPostgres(data_dir, shared_buffers_mb=buffers)
                 database_url = postgres.start()
             if need_redis and redis_url is None:
                 redises.append(EmbeddedRedis(data_dir))
