@@ -7,6 +7,11 @@ For each N (a fresh embedded Postgres + Redis each time, the production ASGI app
 uvicorn), memories are bulk-imported with COPY straight into the partitioned ``memories``
 table, spread over relationships with a skew: a few relationships hold ``--large-size``
 memories (``--large-share`` of N), the rest get lognormal sizes (median 15, most 5-50).
+Rows go into the table in one random order over all relationships (``--layout
+interleaved``, the default), so a relationship's rows are scattered over the table's
+pages as memories written over time are; ``grouped`` stores each relationship's side by
+side, as every run before session 15 did (decision 0022). Postgres's buffer pool is the
+embedded runtime's (a quarter of the memory) unless ``--shared-buffers-mb`` sets it.
 Contents are synthetic English and Chinese sentences from templates over a shared
 vocabulary (people, places, foods, hobbies, dates); each relationship mostly speaks one
 language, and queries come from the same vocabulary. Tokens are computed with the real
@@ -318,7 +323,7 @@ async def bulk_import(
     population: Population,
     maker: RowMaker,
     chunk: int = 20_000,
-    layout: str = "grouped",
+    layout: str = "interleaved",
 ) -> tuple[float, float]:
     """COPY every memory into Postgres; returns (seconds generating, seconds copying).
     ``layout``: "grouped" (each relationship's rows side by side) or "interleaved"
@@ -630,7 +635,7 @@ def populate(
     n: int,
     pools: Pools | None,
     rng: random.Random,
-    layout: str = "grouped",
+    layout: str = "interleaved",
 ) -> tuple[str, Population, RowMaker]:
     """``n`` memories with the default skew (a quarter of them in 5,000-memory
     relationships), imported in bulk: for the benchmarks that compare settings or trees

@@ -19,6 +19,7 @@ from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.core.tasks import TaskQueue
 from tether.knowledge.models import KnowledgeDocument
+from tether.knowledge.repositories import DocumentRepository
 from tether.knowledge.stalled import STALLED_TASK, sweep_stalled
 from tether.providers.offline import load_model
 
@@ -77,6 +78,9 @@ async def test_stalled_documents_are_queued_again_then_failed_and_others_left_al
     lost, given_up, fresh, deleted = await _accepted_while_the_broker_was_away(
         settings, headers, base, range(4), tmp_path
     )
+    # As if each had been queued and its task lost (not what a failed send leaves).
+    for document in (lost, given_up, fresh):
+        await _set(resources, document, unqueued=False)
     long_ago = datetime.now(UTC) - STALLED_FOR
     await _set(resources, lost, updated_at=long_ago)
     tries = settings.knowledge.stalled_requeues
@@ -133,5 +137,57 @@ async def test_a_sweep_that_cannot_reach_the_broker_loses_nothing(
     assert report.requeued == 0
     assert failures == []
     row = await _row(resources, document)
-    assert (row.status, row.requeues) == ("uploaded", 0)  # the next sweep tries again
+    assert (row.status, row.requeues, row.unqueued) == ("uploaded", 0, True)  # tried again
     assert row.updated_at < datetime.now(UTC) - STALLED_FOR + timedelta(minutes=1)
+
+
+async def _never(tenant_id: TenantId, document_id: uuid.UUID, generation: int, why: str) -> None:
+    raise AssertionError(f"document {document_id} failed: {why}")
+
+
+async def test_a_document_whose_task_never_reached_the_queue_is_queued_by_the_next_sweep(
+    client, admin, resources: Resources, settings: Settings, tmp_path: Path
+) -> None:
+    headers = admin.admin
+    base = await new_base(client, headers, "unqueued")
+    (document,) = await _accepted_while_the_broker_was_away(
+        settings, headers, base, range(20, 21), tmp_path
+    )
+    row = await _row(resources, document)
+    assert (row.status, row.unqueued, row.requeues) == ("uploaded", True, 0)
+    uploaded_at = row.updated_at
+    # Just uploaded, so not stalled by time; and no retries allowed: a first delivery
+    # is not a retry.
+    limits = settings.knowledge.model_copy(update={"stalled_requeues": 0})
+    report = await sweep_stalled(
+        resources.sessions, resources.tasks, limits, datetime.now(UTC), _never
+    )
+    assert report.queued >= 1
+    row = await _row(resources, document)
+    assert (row.unqueued, row.requeues) == (False, 0)
+    assert row.updated_at > uploaded_at  # its stall clock starts now
+    indexed = await settled(client, base, document, headers)
+    assert indexed["status"] == "ready", indexed
+    assert indexed["chunk_count"] > 0
+
+
+async def test_a_failed_send_of_an_older_generation_marks_nothing(
+    client, admin, resources: Resources, settings: Settings, tmp_path: Path
+) -> None:
+    headers = admin.admin
+    base = await new_base(client, headers, "unqueued-reindexed")
+    (document,) = await _accepted_while_the_broker_was_away(
+        settings, headers, base, range(30, 31), tmp_path
+    )
+    # Reindexed meanwhile (queued, generation 2): the mark of generation 1's failed send
+    # arrives late and must not send generation 2 a second time.
+    await _set(resources, document, unqueued=False, generation=2)
+    row = await _row(resources, document)
+    async with transaction(resources.sessions) as session:
+        repository = DocumentRepository(session, TenantId(row.tenant_id))
+        await repository.mark_unqueued(uuid.UUID(document), 1)
+    assert (await _row(resources, document)).unqueued is False
+    async with transaction(resources.sessions) as session:
+        repository = DocumentRepository(session, TenantId(row.tenant_id))
+        await repository.mark_unqueued(uuid.UUID(document), 2)
+    assert (await _row(resources, document)).unqueued is True

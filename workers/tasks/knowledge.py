@@ -67,7 +67,12 @@ async def _requeue_stalled(resources: Resources) -> dict[str, int]:
     report = await sweep_stalled(
         resources.sessions, resources.tasks, resources.settings.knowledge, datetime.now(UTC), fail
     )
-    return {"requeued": report.requeued, "failed": report.failed, "unsent": report.unsent}
+    return {
+        "requeued": report.requeued,
+        "failed": report.failed,
+        "unsent": report.unsent,
+        "queued": report.queued,
+    }
 
 
 @app.task(

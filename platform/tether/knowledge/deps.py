@@ -60,6 +60,7 @@ def provide_document_service(
         document_store(settings.data_dir),
         resources.tasks,
         settings.knowledge,
+        resources.sessions,
     )
 
 

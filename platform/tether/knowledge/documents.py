@@ -12,14 +12,15 @@ from datetime import UTC, datetime
 
 import anyio.to_thread
 from litestar.datastructures import UploadFile
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tenancy.access.principal import Principal
-from tether.core.ids import new_id
+from tether.core.ids import TenantId, new_id
 from tether.core.pagination import decode_cursor, next_cursor
 from tether.core.settings import KnowledgeSettings
 from tether.core.tasks import QueueUnavailable, TaskQueue
+from tether.core.tenant_sessions import tenant_transaction
 from tether.core.unit_of_work import on_commit
 from tether.knowledge import schemas as s
 from tether.knowledge.errors import (
@@ -111,9 +112,12 @@ class DocumentService:
         store: DocumentStore,
         tasks: TaskQueue,
         limits: KnowledgeSettings,
+        sessions: async_sessionmaker[AsyncSession],
     ) -> None:
+        """``sessions``: for what is written after the request's transaction committed."""
         tenant = principal.tenant_id
         self._session = session
+        self._sessions = sessions
         self._principal = principal
         self._bases = bases
         self._store = store
@@ -159,20 +163,33 @@ class DocumentService:
         # leaves an orphan file behind, never a document without its file.
         await anyio.to_thread.run_sync(self._store.put, key, data)
         await self._session.refresh(document)
-        self._index_after_commit(document.id)
+        self._index_after_commit(document.id, document.generation)
         return read_document(document), True
 
-    def _index_after_commit(self, document_id: uuid.UUID) -> None:
-        args = [str(self._principal.tenant_id), str(document_id)]
+    def _index_after_commit(self, document_id: uuid.UUID, generation: int) -> None:
+        tenant = self._principal.tenant_id
+        args = [str(tenant), str(document_id)]
 
         async def send() -> None:
             try:
                 await self._tasks.send(INDEX_TASK, args)
             except QueueUnavailable as exc:
-                # The document stays "uploaded"; POST .../reindex queues it again.
+                # The document stays "uploaded"; marked, the next stalled-document
+                # sweep queues it (tether.knowledge.stalled).
                 log.warning("indexing of document %s not queued: %s", document_id, exc)
+                await self._mark_unqueued(tenant, document_id, generation)
 
         on_commit(self._session, send)
+
+    async def _mark_unqueued(
+        self, tenant: TenantId, document_id: uuid.UUID, generation: int
+    ) -> None:
+        try:
+            async with tenant_transaction(self._sessions, tenant) as session:
+                await DocumentRepository(session, tenant).mark_unqueued(document_id, generation)
+        except (SQLAlchemyError, OSError) as exc:
+            # Then the sweep finds it once it has waited stalled_after_seconds.
+            log.warning("document %s not marked unqueued: %s", document_id, exc)
 
     async def _require(
         self, base_id: uuid.UUID, document_id: uuid.UUID, *, write: bool = False
@@ -230,9 +247,10 @@ class DocumentService:
         document.status = DocumentStatus.UPLOADED.value
         document.generation += 1
         document.requeues = 0
+        document.unqueued = False
         document.error = None
         document.progress = 0.0
         document.updated_at = datetime.now(UTC)
         await self._session.flush()
-        self._index_after_commit(document.id)
+        self._index_after_commit(document.id, document.generation)
         return read_document(document)

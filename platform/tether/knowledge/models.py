@@ -88,6 +88,7 @@ class KnowledgeDocument(TenantOwned, Base):
             postgresql_where=text("deleted_at IS NULL"),
         ),
         Index("ix_knowledge_documents_base_status", "knowledge_base_id", "status"),
+        Index("ix_knowledge_documents_unqueued", "updated_at", postgresql_where=text("unqueued")),
     )
 
     knowledge_base_id: Mapped[uuid.UUID] = mapped_column(
@@ -109,6 +110,9 @@ class KnowledgeDocument(TenantOwned, Base):
     # Times the stalled-document sweep queued its indexing again since the last upload
     # or reindex (tether.knowledge.stalled).
     requeues: Mapped[int] = mapped_column(Integer, server_default="0")
+    # Its indexing task never reached the queue (the broker was away when it was
+    # uploaded or reindexed): the next sweep queues it (migration 0013).
+    unqueued: Mapped[bool] = mapped_column(Boolean, server_default="false")
     uploaded_by_key_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     updated_at: Mapped[datetime] = _now()
     indexed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -159,6 +159,22 @@ class DocumentRepository(TenantScopedRepository[KnowledgeDocument]):
         rows = await self._session.execute(statement)
         return [SearchableDocument(r[0], r[1], r[2]) for r in rows]
 
+    async def mark_unqueued(self, document_id: uuid.UUID, generation: int) -> None:
+        """Record that ``generation``'s indexing task never reached the queue, unless the
+        document moved on (indexed, reindexed or deleted) meanwhile."""
+        statement = (
+            update(KnowledgeDocument)
+            .where(
+                KnowledgeDocument.tenant_id == self._tenant_id,
+                KnowledgeDocument.id == document_id,
+                KnowledgeDocument.generation == generation,
+                KnowledgeDocument.status == DocumentStatus.UPLOADED.value,
+                KnowledgeDocument.deleted_at.is_(None),
+            )
+            .values(unqueued=True)
+        )
+        await self._session.execute(statement)
+
     async def set_progress(self, document_id: uuid.UUID, generation: int, progress: float) -> None:
         statement = (
             update(KnowledgeDocument)

@@ -9,6 +9,9 @@ that has not changed for ``stalled_after_seconds`` is queued again, at most
 ``stalled_requeues`` times since its upload or last reindex, and then marked failed
 with a reason, so it is never left waiting for good. Queuing again is safe: indexing
 claims the document's generation and commits only if it is still current.
+
+A document whose task the API failed to send is marked ``unqueued`` (migration 0013):
+the next sweep queues it without waiting, and that first delivery counts as no retry.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tether.core.database import transaction
@@ -45,6 +48,7 @@ class StalledDocument:
     document_id: uuid.UUID
     generation: int
     requeues: int
+    unqueued: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +56,8 @@ class SweepReport:
     requeued: int = 0
     failed: int = 0
     unsent: int = 0
+    # Documents whose task the API could not send, queued for the first time.
+    queued: int = 0
 
 
 # Mark a document failed with a reason, if ``generation`` is still its current one.
@@ -66,34 +72,40 @@ async def _stalled(session: AsyncSession, before: datetime) -> list[StalledDocum
             KnowledgeDocument.id,
             KnowledgeDocument.generation,
             KnowledgeDocument.requeues,
+            KnowledgeDocument.unqueued,
         )
-        .where(
-            KnowledgeDocument.status.in_(WAITING),
-            KnowledgeDocument.deleted_at.is_(None),
-            KnowledgeDocument.updated_at < before,
-        )
+        .where(*_waiting(before))
         .order_by(KnowledgeDocument.updated_at)
         .limit(BATCH)
     )
     rows = await session.execute(statement)
-    return [StalledDocument(TenantId(t), d, g, r) for t, d, g, r in rows]
+    return [StalledDocument(TenantId(t), d, g, r, u) for t, d, g, r, u in rows]
+
+
+def _waiting(before: datetime) -> tuple[ColumnElement[bool], ...]:
+    """Waiting for indexing, and unchanged since ``before`` or never queued."""
+    return (
+        KnowledgeDocument.status.in_(WAITING),
+        KnowledgeDocument.deleted_at.is_(None),
+        (KnowledgeDocument.updated_at < before) | KnowledgeDocument.unqueued,
+    )
 
 
 async def _count_requeue(
     session: AsyncSession, document: StalledDocument, before: datetime, now: datetime
 ) -> bool:
-    """Count the try and restart the document's stall clock, unless it moved meanwhile."""
+    """Count the try (a first delivery is none) and restart the document's stall
+    clock, unless it moved meanwhile."""
+    tries = KnowledgeDocument.requeues + (0 if document.unqueued else 1)
     statement = (
         update(KnowledgeDocument)
         .where(
             KnowledgeDocument.tenant_id == document.tenant_id,
             KnowledgeDocument.id == document.document_id,
             KnowledgeDocument.generation == document.generation,
-            KnowledgeDocument.status.in_(WAITING),
-            KnowledgeDocument.deleted_at.is_(None),
-            KnowledgeDocument.updated_at < before,
+            *_waiting(before),
         )
-        .values(requeues=KnowledgeDocument.requeues + 1, updated_at=now)
+        .values(requeues=tries, unqueued=False, updated_at=now)
         .returning(KnowledgeDocument.id)
     )
     return (await session.execute(statement)).scalar_one_or_none() is not None
@@ -111,9 +123,9 @@ async def sweep_stalled(
     before = now - timedelta(seconds=limits.stalled_after_seconds)
     async with transaction(sessions) as session:
         stalled = await _stalled(session, before)
-    requeued = failed = unsent = 0
+    requeued = failed = unsent = queued = 0
     for document in stalled:
-        if document.requeues >= limits.stalled_requeues:
+        if not document.unqueued and document.requeues >= limits.stalled_requeues:
             reason = GAVE_UP.format(n=document.requeues + 1)
             await fail(document.tenant_id, document.document_id, document.generation, reason)
             failed += 1
@@ -127,7 +139,13 @@ async def sweep_stalled(
         # Counted after the send: a try that never reached the queue is not one.
         async with transaction(sessions) as session:
             if await _count_requeue(session, document, before, now):
-                requeued += 1
+                queued += document.unqueued
+                requeued += not document.unqueued
     if stalled:
-        log.info("stalled documents: %d queued again, %d failed", requeued, failed)
-    return SweepReport(requeued, failed, unsent)
+        log.info(
+            "stalled documents: %d queued again, %d failed, %d queued for the first time",
+            requeued,
+            failed,
+            queued,
+        )
+    return SweepReport(requeued, failed, unsent, queued)

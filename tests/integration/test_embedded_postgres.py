@@ -1,0 +1,145 @@
+"""The embedded Postgres's buffer pool: sized at start, never left unable to start.
+
+A cold read of a large relationship reads every page holding one of its rows; with
+Postgres's default pool (128 MB) those pages come from the OS cache on every read
+(docs/benchmarks.md#recall-layout), so the embedded runtime sizes the pool."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tether.core.settings import Settings
+from tether.runtime import embedded_postgres
+from tether.runtime.embedded_postgres import EmbeddedPostgres, default_shared_buffers_mb
+from tether.runtime.preflight import StartupError
+from tether.runtime.services import backing_services
+
+pytestmark = pytest.mark.integration
+
+_POSTGRES_DEFAULT_MB = 128
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    # Short: the socket path must fit a unix socket's.
+    path = Path(tempfile.mkdtemp(prefix="ep", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _started(data_dir: Path, megabytes: int | None) -> EmbeddedPostgres:
+    server = EmbeddedPostgres(data_dir, shared_buffers_mb=megabytes)
+    server.start()
+    return server
+
+
+def test_a_server_it_starts_runs_with_the_pool_asked_for(data_dir: Path) -> None:
+    server = _started(data_dir, 48)
+    try:
+        assert server.shared_buffers_mb() == 48
+    finally:
+        server.stop()
+    # And again on a later start of the same data directory, with another size.
+    server = _started(data_dir, 64)
+    try:
+        assert server.shared_buffers_mb() == 64
+    finally:
+        server.stop()
+    server = _started(data_dir, None)  # no size asked: the last one set
+    try:
+        assert server.shared_buffers_mb() == 64
+    finally:
+        server.stop()
+
+
+def test_a_server_another_holder_started_keeps_its_pool_until_its_next_start(
+    data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = _started(data_dir, 48)
+    try:
+        with caplog.at_level(logging.WARNING, logger=embedded_postgres.__name__):
+            joined = _started(data_dir, 96)
+        assert joined.shared_buffers_mb() == 48  # not restarted under the first holder
+        assert "becomes 96 MB when it next starts" in caplog.text
+        joined.stop()
+    finally:
+        first.stop()
+    server = _started(data_dir, None)
+    try:
+        assert server.shared_buffers_mb() == 96
+    finally:
+        server.stop()
+
+
+def test_a_pool_as_large_as_the_memory_is_refused_before_anything_starts(
+    data_dir: Path,
+) -> None:
+    with pytest.raises(StartupError, match="TETHER_EMBEDDED_SHARED_BUFFERS_MB"):
+        EmbeddedPostgres(data_dir, shared_buffers_mb=262_144).start()
+    assert not (data_dir / "postgres" / "postmaster.pid").exists()
+
+
+def test_a_pool_the_machine_cannot_give_is_given_up_for_the_default(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The memory unknown, so not refused up front: Postgres itself fails to map it.
+    monkeypatch.setattr(embedded_postgres, "_memory_bytes", lambda: None)
+    with caplog.at_level(logging.WARNING, logger=embedded_postgres.__name__):
+        server = _started(data_dir, 262_144)
+    try:
+        assert server.shared_buffers_mb() == _POSTGRES_DEFAULT_MB
+        assert "did not start with the buffer pool set for it" in caplog.text
+    finally:
+        server.stop()
+    auto = (data_dir / "postgres" / "postgresql.auto.conf").read_text()
+    assert "shared_buffers" not in auto  # so the next start does not fail either
+    server = _started(data_dir, None)
+    try:
+        assert server.shared_buffers_mb() == _POSTGRES_DEFAULT_MB
+    finally:
+        server.stop()
+
+
+def test_the_embedded_runtime_sizes_the_pool_from_its_settings(data_dir: Path) -> None:
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None, data_dir=data_dir, embedded_shared_buffers_mb=40
+    )
+    with backing_services(settings, need_redis=False) as live:
+        url = live.require_database_url()
+        server = EmbeddedPostgres(data_dir)  # joins the running server
+        server.start()
+        try:
+            assert server.shared_buffers_mb() == 40
+        finally:
+            server.stop()
+    assert url
+
+
+@pytest.mark.parametrize(
+    ("memory_mb", "expected_mb"),
+    [(None, 128), (256, 128), (2048, 512), (24_000, 6000), (100_000, 8192)],
+)
+def test_the_default_pool_is_a_quarter_of_the_memory_within_bounds(
+    monkeypatch: pytest.MonkeyPatch, memory_mb: int | None, expected_mb: int
+) -> None:
+    memory = None if memory_mb is None else memory_mb * 2**20
+    monkeypatch.setattr(embedded_postgres, "_memory_bytes", lambda: memory)
+    assert default_shared_buffers_mb() == expected_mb
+
+
+@pytest.mark.parametrize(("limit", "capped"), [("1073741824\n", True), ("max\n", False)])
+def test_a_cgroup_memory_limit_below_the_machines_is_the_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str, capped: bool
+) -> None:
+    cgroup = tmp_path / "memory.max"
+    cgroup.write_text(limit)
+    monkeypatch.setattr(embedded_postgres, "_CGROUP_LIMIT", cgroup)
+    memory = embedded_postgres._memory_bytes()
+    assert memory is not None
+    assert (memory == 2**30) is capped
