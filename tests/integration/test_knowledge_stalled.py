@@ -7,6 +7,7 @@ import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import select, update
@@ -53,6 +54,17 @@ async def _accepted_while_the_broker_was_away(
             assert document["status"] == "uploaded"
             ids.append(str(document["id"]))
     return ids
+
+
+async def _one_accepted_while_the_broker_was_away(
+    client: Any, headers: dict[str, str], settings: Settings, name: str, n: int, tmp_path: Path
+) -> tuple[str, str]:
+    """A new base named ``name`` and a document in it accepted with its task not queued."""
+    base = await new_base(client, headers, name)
+    (document,) = await _accepted_while_the_broker_was_away(
+        settings, headers, base, range(n, n + 1), tmp_path
+    )
+    return base, document
 
 
 async def _set(resources: Resources, document_id: str, **values: object) -> None:
@@ -114,10 +126,8 @@ async def test_stalled_documents_are_queued_again_then_failed_and_others_left_al
 async def test_a_sweep_that_cannot_reach_the_broker_loses_nothing(
     client, admin, resources: Resources, settings: Settings, tmp_path: Path
 ) -> None:
-    headers = admin.admin
-    base = await new_base(client, headers, "stalled-no-broker")
-    (document,) = await _accepted_while_the_broker_was_away(
-        settings, headers, base, range(9, 10), tmp_path
+    _, document = await _one_accepted_while_the_broker_was_away(
+        client, admin.admin, settings, "stalled-no-broker", 9, tmp_path
     )
     long_ago = datetime.now(UTC) - STALLED_FOR
     await _set(resources, document, updated_at=long_ago)
@@ -149,9 +159,8 @@ async def test_a_document_whose_task_never_reached_the_queue_is_queued_by_the_ne
     client, admin, resources: Resources, settings: Settings, tmp_path: Path
 ) -> None:
     headers = admin.admin
-    base = await new_base(client, headers, "unqueued")
-    (document,) = await _accepted_while_the_broker_was_away(
-        settings, headers, base, range(20, 21), tmp_path
+    base, document = await _one_accepted_while_the_broker_was_away(
+        client, headers, settings, "unqueued", 20, tmp_path
     )
     row = await _row(resources, document)
     assert (row.status, row.unqueued, row.requeues) == ("uploaded", True, 0)
@@ -174,10 +183,8 @@ async def test_a_document_whose_task_never_reached_the_queue_is_queued_by_the_ne
 async def test_a_failed_send_of_an_older_generation_marks_nothing(
     client, admin, resources: Resources, settings: Settings, tmp_path: Path
 ) -> None:
-    headers = admin.admin
-    base = await new_base(client, headers, "unqueued-reindexed")
-    (document,) = await _accepted_while_the_broker_was_away(
-        settings, headers, base, range(30, 31), tmp_path
+    _, document = await _one_accepted_while_the_broker_was_away(
+        client, admin.admin, settings, "unqueued-reindexed", 30, tmp_path
     )
     # Reindexed meanwhile (queued, generation 2): the mark of generation 1's failed send
     # arrives late and must not send generation 2 a second time.

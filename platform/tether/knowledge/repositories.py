@@ -159,34 +159,27 @@ class DocumentRepository(TenantScopedRepository[KnowledgeDocument]):
         rows = await self._session.execute(statement)
         return [SearchableDocument(r[0], r[1], r[2]) for r in rows]
 
+    def _update_of(self, document_id: uuid.UUID, generation: int, status: DocumentStatus) -> Any:
+        """An UPDATE of the document, only while ``generation`` is its current one and it
+        is ``status`` (so a run or send of an older generation changes nothing)."""
+        return update(KnowledgeDocument).where(
+            KnowledgeDocument.tenant_id == self._tenant_id,
+            KnowledgeDocument.id == document_id,
+            KnowledgeDocument.generation == generation,
+            KnowledgeDocument.status == status.value,
+        )
+
     async def mark_unqueued(self, document_id: uuid.UUID, generation: int) -> None:
         """Record that ``generation``'s indexing task never reached the queue, unless the
         document moved on (indexed, reindexed or deleted) meanwhile."""
-        statement = (
-            update(KnowledgeDocument)
-            .where(
-                KnowledgeDocument.tenant_id == self._tenant_id,
-                KnowledgeDocument.id == document_id,
-                KnowledgeDocument.generation == generation,
-                KnowledgeDocument.status == DocumentStatus.UPLOADED.value,
-                KnowledgeDocument.deleted_at.is_(None),
-            )
-            .values(unqueued=True)
+        statement = self._update_of(document_id, generation, DocumentStatus.UPLOADED)
+        await self._session.execute(
+            statement.where(KnowledgeDocument.deleted_at.is_(None)).values(unqueued=True)
         )
-        await self._session.execute(statement)
 
     async def set_progress(self, document_id: uuid.UUID, generation: int, progress: float) -> None:
-        statement = (
-            update(KnowledgeDocument)
-            .where(
-                KnowledgeDocument.tenant_id == self._tenant_id,
-                KnowledgeDocument.id == document_id,
-                KnowledgeDocument.generation == generation,
-                KnowledgeDocument.status == DocumentStatus.INDEXING.value,
-            )
-            .values(progress=progress, updated_at=func.now())
-        )
-        await self._session.execute(statement)
+        statement = self._update_of(document_id, generation, DocumentStatus.INDEXING)
+        await self._session.execute(statement.values(progress=progress, updated_at=func.now()))
 
 
 # Chunks per INSERT (a few hundred milliseconds each).
