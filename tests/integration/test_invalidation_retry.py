@@ -61,8 +61,12 @@ async def test_a_workers_failed_invalidation_is_recorded_in_the_durable_redis(
     first = await durable.zscore(UNINVALIDATED_KEY, _member(scope))
     assert first is not None
     assert before <= first <= time.time()
-    await store.invalidate(scope)  # failing again keeps when it first failed
-    assert await durable.zscore(UNINVALIDATED_KEY, _member(scope)) == first
+    await store.invalidate(scope)  # failing again: the record is of the latest failure
+    latest = await durable.zscore(UNINVALIDATED_KEY, _member(scope))
+    assert latest is not None
+    assert first < latest <= time.time()
+    assert await record_failed(durable, scope, first - 60)  # an older one: kept as it is
+    assert await durable.zscore(UNINVALIDATED_KEY, _member(scope)) == latest
     await away.aclose()
 
 
@@ -157,3 +161,50 @@ async def test_a_stopped_writers_failed_invalidation_ends_with_the_beat_task(
         assert time.monotonic() < deadline, "the recorded invalidation was not retried"
         await asyncio.sleep(0.2)
     assert await durable.zcard(UNINVALIDATED_KEY) == 0
+
+
+async def test_a_retry_killed_before_it_removed_its_records_leaves_them_in_place(
+    durable: Redis,
+) -> None:
+    scopes = [_scope() for _ in range(3)]
+    now = time.time()
+    for scope in scopes:
+        await record_failed(durable, scope, now - 10)
+    replaced: list[RelationshipScope] = []
+
+    async def killed_after_the_first(scope: RelationshipScope) -> None:
+        if replaced:
+            raise KeyboardInterrupt  # as a worker killed mid-run: no cleanup of ours runs
+        replaced.append(scope)
+
+    with pytest.raises(KeyboardInterrupt):
+        await retry_recorded(durable, killed_after_the_first, now, LIFETIME)
+    assert len(replaced) == 1
+    assert await durable.zcard(UNINVALIDATED_KEY) == 3  # the next retry does them all
+
+    async def replace(scope: RelationshipScope) -> None:
+        replaced.append(scope)
+
+    report = await retry_recorded(durable, replace, time.time(), LIFETIME)
+    assert report.invalidated == 3
+    assert await durable.zcard(UNINVALIDATED_KEY) == 0
+
+
+async def test_a_failure_recorded_after_the_retry_replaced_its_version_stays_recorded(
+    durable: Redis,
+) -> None:
+    again, other = _scope(), _scope()
+    now = time.time()
+    await record_failed(durable, again, now - 10)
+    await record_failed(durable, other, now - 5)
+
+    async def replace(scope: RelationshipScope) -> None:
+        if scope == again:
+            # A writer's invalidation of the same partition fails just after this one
+            # was replaced: its write is not covered by the replacement.
+            await record_failed(durable, again, now + 1)
+
+    report = await retry_recorded(durable, replace, now, LIFETIME)
+    assert report.invalidated == 2
+    kept = await durable.zrange(UNINVALIDATED_KEY, 0, -1, withscores=True)
+    assert kept == [(_member(again).encode(), now + 1)]  # for the next retry
