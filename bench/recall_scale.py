@@ -318,6 +318,13 @@ def _grouped(population: Population, maker: RowMaker) -> Iterator[tuple[object, 
         yield from maker.rows(rid, size, language)
 
 
+# How bulk_import orders the rows it copies (--layout).
+LAYOUTS: dict[str, Callable[[Population, RowMaker], Iterator[tuple[object, ...]]]] = {
+    "interleaved": _interleaved,
+    "grouped": _grouped,
+}
+
+
 async def bulk_import(
     settings: Settings,
     population: Population,
@@ -326,8 +333,8 @@ async def bulk_import(
     layout: str = "interleaved",
 ) -> tuple[float, float]:
     """COPY every memory into Postgres; returns (seconds generating, seconds copying).
-    ``layout``: "grouped" (each relationship's rows side by side) or "interleaved"
-    (:func:`_interleaved`)."""
+    ``layout``: a key of ``LAYOUTS``: "grouped" (each relationship's rows side by side)
+    or "interleaved" (:func:`_interleaved`)."""
     generating = copying = 0.0
     # VACUUM of a million memories outlasts the service's statement timeout.
     unlimited = settings.db.model_copy(update={"statement_timeout_seconds": 0})
@@ -335,7 +342,7 @@ async def bulk_import(
     async with engine.connect() as conn:
         raw = (await conn.get_raw_connection()).driver_connection
         await register_vector(raw)
-        rows = (_interleaved if layout == "interleaved" else _grouped)(population, maker)
+        rows = LAYOUTS[layout](population, maker)
         while True:
             started = time.perf_counter()
             batch = list(itertools.islice(rows, chunk))
@@ -747,7 +754,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--layout",
-        choices=("interleaved", "grouped"),
+        choices=tuple(LAYOUTS),
         default="interleaved",
         help="interleaved: the relationships' rows in one random order, scattered over the "
         "table as memories written over time are; grouped: each relationship's side by side",

@@ -81,6 +81,9 @@ def main() -> None:
     )
     parser.add_argument("--requests", type=int, default=100, help="per class and config")
     args = parser.parse_args()
+    for config in args.configs.split(","):
+        if config.partition(":")[0] not in rs.LAYOUTS:
+            parser.error(f"--configs: {config!r}: the layout is one of {sorted(rs.LAYOUTS)}")
     os.environ["TETHER_RECALL__LOCAL_MEGABYTES"] = "2048"  # as recall_scale's default
     rs.warm_up()
     pools = asyncio.run(rs.template_vectors(64, random.Random(1)))

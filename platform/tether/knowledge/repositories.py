@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Update, delete, func, insert, select, update
 
 from tenancy.models import Creator, CreatorPersona
 from tenancy.scoped import TenantScopedRepository
@@ -159,7 +159,7 @@ class DocumentRepository(TenantScopedRepository[KnowledgeDocument]):
         rows = await self._session.execute(statement)
         return [SearchableDocument(r[0], r[1], r[2]) for r in rows]
 
-    def _update_of(self, document_id: uuid.UUID, generation: int, status: DocumentStatus) -> Any:
+    def _update_of(self, document_id: uuid.UUID, generation: int, status: DocumentStatus) -> Update:
         """An UPDATE of the document, only while ``generation`` is its current one and it
         is ``status`` (so a run or send of an older generation changes nothing)."""
         return update(KnowledgeDocument).where(
