@@ -30,6 +30,9 @@ from tether.runtime.embedded_postgres import EmbeddedPostgres, default_shared_bu
 from tether.runtime.embedded_redis import EmbeddedRedis
 
 HOT_REDIS_VARIABLE = "TETHER_HOT_REDIS_URL"
+# The role production connects as (docs/security.md): row-level security applies, and
+# so do the plans Postgres makes under it.
+APP_ROLE_ENV = {"TETHER_DB__ROLE": "tether_app"}
 _TIMING = re.compile(rb"server-timing: app;dur=([0-9.]+)", re.IGNORECASE)
 _LENGTH = re.compile(rb"content-length: (\d+)", re.IGNORECASE)
 
@@ -72,10 +75,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def api_server(database_url: str, redis_url: str, workers: int) -> Iterator[int]:
-    """The production ASGI entry point under uvicorn (httptools + uvloop)."""
+def api_server(
+    database_url: str, redis_url: str, workers: int, *, app_role: bool = False
+) -> Iterator[int]:
+    """The production ASGI entry point under uvicorn (httptools + uvloop); connecting as
+    the application role if ``app_role`` (else as the database owner, without row-level
+    security)."""
     port = free_port()
-    env = os.environ | {
+    env = os.environ | (APP_ROLE_ENV if app_role else {})
+    env |= {
         "TETHER_DATABASE_URL": database_url,
         "TETHER_REDIS_URL": redis_url,
         "TETHER_LOG_LEVEL": "WARNING",

@@ -682,7 +682,8 @@ def run_scale(n: int, args: argparse.Namespace, pools: Pools | None) -> dict[str
             f"COPY+VACUUM+CHECKPOINT {copying:.1f} s); load average {os.getloadavg()[0]:.1f}"
             f" on {os.cpu_count()} CPUs (other processes share them)"
         )
-        with api_server(database_url, redis_url, args.workers) as port:
+        # As production connects: row-level security, and the plans made under it.
+        with api_server(database_url, redis_url, args.workers, app_role=True) as port:
             client = redis.Redis.from_url(hot_redis_url())  # the hot tier's
             bench = Bench(port, token, population, client, rng, database_url, maker)
             p95 |= measure(bench, args)
@@ -766,7 +767,7 @@ def main() -> None:
     rng = random.Random(1)
     pools = asyncio.run(template_vectors(64, rng)) if args.vectors == "template" else None
     print(
-        f"# {args.workers} API workers, vectors: "
+        f"# {args.workers} API workers as tether_app (row-level security), vectors: "
         + ("real USE-m embeddings of 64 sentences per template" if pools else "random unit")
         + f"; latency classes at c=1, {args.requests} requests each; 1 client process"
         + f"; Postgres shared_buffers {args.shared_buffers_mb or default_shared_buffers_mb()} MB"

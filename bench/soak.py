@@ -51,7 +51,7 @@ from pathlib import Path
 
 import httpx
 import psutil
-from _harness import _LENGTH, _TIMING, Run, free_port, load, post, seed, services
+from _harness import _LENGTH, _TIMING, APP_ROLE_ENV, Run, free_port, load, post, seed, services
 from ingest import batch, durable_count, relationship_ids, start_worker
 from redis import Redis
 from resolve import body as resolve_body
@@ -61,7 +61,6 @@ from tether.core import task_queues
 from tether.core.database import create_engine
 from tether.core.settings import Settings
 
-APP_ROLE_ENV = {"TETHER_DB__ROLE": "tether_app"}
 OPERATIONS = ("resolve", "turns", "context", "search")
 EXPECTED = {"resolve": 200, "turns": 202, "context": 200, "search": 200}
 TURNS_PER_BATCH = 5

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import text
+from sqlalchemy import bindparam, case, text
 from sqlalchemy.exc import DBAPIError
 
 from tenancy.ids import RelationshipId, RelationshipScope
@@ -26,13 +26,15 @@ from tests.support import (
     assert_same_ranking_columns,
     resolve_body,
 )
+from tether.core.database import TENANT_INFO, create_engine
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.core.tenant_sessions import tenant_session
 from tether.memories.enums import MemoryLayer, MemoryType
-from tether.memories.models import QUERY_ROW_FIELDS
+from tether.memories.models import QUERY_ROW_FIELDS, Memory
 from tether.providers.configured import rank_weights
+from tether.recall import wire
 from tether.recall.cold import ColdReader
 from tether.recall.loaded import LoadedPartition, PartitionRecord
 from tether.recall.partition import PartitionIndex, RankDoc
@@ -448,3 +450,152 @@ async def test_stored_tokens_must_be_words(
         with pytest.raises(DBAPIError, match="ck_memories_tokens_are_words"):
             async with resources.sessions() as session, session.begin():
                 await session.execute(INSERT, _memory(scope, 40, tokens=tokens))
+
+
+WIDE = 1536  # wider than ix_memories_recall holds (INDEXED_VECTOR_DIMENSIONS)
+
+
+def _wide_vector(seed: int) -> str:
+    values = np.random.default_rng(seed).standard_normal(WIDE)
+    return "[" + ",".join(f"{v:.3f}" for v in values) + "]"
+
+
+async def test_a_read_for_one_query_ranks_memories_with_wide_vectors_as_a_full_read_does(
+    settings: Settings, client: Any, make_tenant: Any, resources: Resources
+) -> None:
+    """Memories whose vectors are too wide for ix_memories_recall are read from their
+    rows (migration 0014) and take their places in partition order among the others,
+    for a query of either width: each ranks only the memories of its own width."""
+    scope, _ = await _partition(client, make_tenant, resources)
+    wide = [
+        _memory(scope, n, vector=_wide_vector(n), dimension=WIDE) for n in (0, 3, 7, 10, 20, 21, 40)
+    ]
+    async with resources.sessions() as session, session.begin():
+        for row in wide:
+            await session.execute(INSERT, row)
+    narrow = np.random.default_rng(5).standard_normal(DIMENSION).astype(np.float32)
+    broad = np.random.default_rng(6).standard_normal(WIDE).astype(np.float32)
+    for query in (narrow, broad, None):
+        full = await _read(resources, scope, settings, query)
+        assert len(full.records) == 31
+        for words in (["cello", "tea"], ["猫"], []):
+            _assert_ranks_as(await _read_for(resources, scope, settings, query, words), full, words)
+        if query is not None:
+            assert full.similarity is not None
+            ranked = np.flatnonzero(full.similarity != 0)  # 0: no vector of this width
+            widths = {len(query)}
+            assert {
+                WIDE if full.records[i].id in {w["id"] for w in wide} else DIMENSION for i in ranked
+            } == widths
+
+
+async def test_a_vector_records_its_own_width(
+    settings: Settings, client: Any, make_tenant: Any, resources: Resources
+) -> None:
+    """The recall indexes decide by ``embedding_dim`` which holds a memory (0014)."""
+    scope, _ = await _partition(client, make_tenant, resources)
+    for dimension in (None, DIMENSION + 1, WIDE):
+        with pytest.raises(DBAPIError, match="ck_memories_vector_dimension_recorded"):
+            async with resources.sessions() as session, session.begin():
+                await session.execute(INSERT, _memory(scope, 41, dimension=dimension))
+
+
+def _plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    return [plan, *(n for child in plan.get("Plans", ()) for n in _plan_nodes(child))]
+
+
+async def test_a_read_for_one_query_reads_no_row_of_the_memories_it_ranks(
+    settings: Settings, client: Any, make_tenant: Any, resources: Resources
+) -> None:
+    """Under row-level security, as the application role reads, Postgres can answer the
+    read from ix_memories_recall without visiting the table, and the tokens of the
+    memories holding a query word through memory_terms(). The plans are forced (the
+    test's partitions are too small for the planner to prefer an index); the bench
+    shows what it prefers at scale."""
+    scope, _ = await _partition(client, make_tenant, resources)
+    owner = create_engine(
+        settings.model_copy(update={"db": settings.db.model_copy(update={"role": None})})
+    )
+    try:
+        async with owner.connect() as connection:
+            autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
+            await autocommit.execute(text("VACUUM (ANALYZE) memories"))
+            found = await autocommit.execute(
+                text(
+                    "SELECT inhrelid::regclass::text FROM pg_inherits "
+                    "WHERE inhparent = 'ix_memories_recall'::regclass"
+                )
+            )
+            recall_indexes = set(found.scalars())
+    finally:
+        await owner.dispose()
+    distance = case(
+        (Memory.embedding_dim == DIMENSION, Memory.embedding.cosine_distance(bindparam("q"))),
+    )
+    statement = wire.for_query(distance)
+    async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
+        await session.execute(text("SET LOCAL enable_seqscan = off"))
+        await session.execute(text("SET LOCAL enable_bitmapscan = off"))
+        connection = await session.connection()
+        compiled = statement.compile(dialect=connection.dialect)
+        values = dict(compiled.params) | wire.partition_params(scope, datetime.now(UTC))
+        values |= {"q": _vector(1), wire.QUERY_TERMS.key: ["cello", "tea"]}
+        raw = await connection.get_raw_connection()
+        explain = "EXPLAIN (ANALYZE, FORMAT JSON) " + compiled.string
+        answer = await raw.driver_connection.fetchval(
+            explain, *(values[name] for name in compiled.positiontup or ())
+        )
+    nodes = _plan_nodes(answer[0]["Plan"])  # the engine decodes json
+    scans = [n for n in nodes if str(n.get("Relation Name", "")).startswith("memories")]
+    read = [n for n in scans if n.get("Index Name") in recall_indexes]
+    assert [n["Node Type"] for n in read] == ["Index Only Scan"], scans
+    assert read[0]["Actual Rows"] == 24
+    assert read[0]["Heap Fetches"] == 0
+    others = [n for n in scans if n is not read[0]]
+    assert all(n["Node Type"] == "Index Scan" and n["Actual Rows"] == 0 for n in others), others
+    functions = [n for n in nodes if n["Node Type"] == "Function Scan"]
+    assert [n["Function Name"] for n in functions] == ["memory_terms"]
+    assert functions[0]["Actual Rows"] == sum("cello" in t or "tea" in t for t in _tokens_of(scope))
+
+
+async def test_memory_terms_finds_only_the_calling_tenants_memories(
+    settings: Settings, client: Any, make_tenant: Any, resources: Resources
+) -> None:
+    """memory_terms() runs as the table's owner, past row-level security: it applies the
+    policy's condition itself, so a tenant's session finds nothing of another tenant's
+    relationship, whatever it passes; the system session ('*') finds every tenant's."""
+    mine, _ = await _partition(client, make_tenant, resources)
+    theirs, _ = await _partition(client, make_tenant, resources)
+    call = text("SELECT count(*) FROM memory_terms(:r, :t, CAST(:terms AS text[]))")
+
+    async def found(tenant: str, scope: RelationshipScope) -> int:
+        async with resources.sessions() as session:
+            session.info[TENANT_INFO] = tenant
+            values = {"r": scope.relationship_id, "t": scope.tenant_id, "terms": ["cello"]}
+            return int(await session.scalar(call, values) or 0)
+
+    expected = sum("cello" in tokens for tokens in _tokens_of(mine))
+    assert expected > 0
+    assert await found(str(mine.tenant_id), mine) == expected
+    assert await found(str(mine.tenant_id), theirs) == 0
+    assert await found(str(theirs.tenant_id), mine) == 0
+    assert await found("none", mine) == 0
+    assert await found("*", theirs) == expected
+    crossed = RelationshipScope(TenantId(theirs.tenant_id), mine.relationship_id)
+    assert await found(str(theirs.tenant_id), crossed) == 0
+    async with resources.sessions() as session:
+        definition = (
+            await session.execute(
+                text(
+                    "SELECT prosecdef, proconfig, has_function_privilege('public', oid, "
+                    "'EXECUTE') FROM pg_proc WHERE proname = 'memory_terms'"
+                )
+            )
+        ).one()
+    assert definition == (True, ["search_path=pg_catalog, public"], False)
+
+
+def _tokens_of(scope: RelationshipScope) -> list[list[str]]:
+    """The tokens of ``_partition``'s memories of ``scope`` that memory_terms() reads:
+    its 24 active ones and the expired one (it leaves expiry to the read)."""
+    return [_memory(scope, n)["tokens"] for n in [*range(24), 4]]

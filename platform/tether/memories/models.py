@@ -71,6 +71,37 @@ QUERY_ROW_FIELDS = " || ".join(
 )
 
 
+# A memory a recall may return (expiry aside, which depends on the moment of the read):
+# the predicate of the recall indexes (migration 0014, decision 0024), which a read must
+# state in these words for Postgres to use them.
+RECALLABLE = "is_active AND superseded_by IS NULL AND deleted_at IS NULL"
+# Whether a memory's entry in ix_memories_recall, vector included, fits a btree entry
+# (2,704 bytes; a 1,024-d halfvec takes 2,056): wider vectors are read from their rows.
+INDEXED_VECTOR_DIMENSIONS = 1024
+VECTOR_FITS = f"embedding_dim IS NULL OR embedding_dim <= {INDEXED_VECTOR_DIMENSIONS}"
+VECTOR_TOO_WIDE = f"embedding_dim > {INDEXED_VECTOR_DIMENSIONS}"
+# What a cold read for a query takes from ix_memories_recall besides its key columns, so
+# that it never visits the heap for a memory (only for the tokens of those that hold a
+# query term, found through ix_memories_terms). The predicate's columns are included too:
+# a qual on them is then answered from the index whatever the planner proves.
+RECALL_INCLUDES = (
+    "tenant_id",
+    "is_active",
+    "superseded_by",
+    "deleted_at",
+    "expires_at",
+    "source_session_id",
+    "query_row",
+    "embedding_model",
+    "embedding_dim",
+    "embedding",
+)
+# What VECTOR_FITS trusts: the recorded width is the vector's.
+VECTOR_DIMENSION_RECORDED = (
+    "embedding IS NULL OR (embedding_dim IS NOT NULL AND embedding_dim = vector_dims(embedding))"
+)
+
+
 def _relationship_fk() -> Mapped[uuid.UUID]:
     return mapped_column(UUID(as_uuid=True), ForeignKey("relationships.id", ondelete="CASCADE"))
 
@@ -99,7 +130,25 @@ class Memory(Base):
             postgresql_where=text("external_id IS NOT NULL"),
         ),
         Index("ix_memories_active", "relationship_id", "is_active"),
+        # A cold read for a query (decision 0024): every recallable memory of a
+        # relationship in partition order, with all the read takes of it.
+        Index(
+            "ix_memories_recall",
+            "relationship_id",
+            "occurred_at",
+            "id",
+            postgresql_include=list(RECALL_INCLUDES),
+            postgresql_where=text(f"({RECALLABLE}) AND ({VECTOR_FITS})"),
+        ),
+        Index(
+            "ix_memories_recall_wide",
+            "relationship_id",
+            postgresql_where=text(f"({RECALLABLE}) AND {VECTOR_TOO_WIDE}"),
+        ),
+        # The memories of a relationship holding a query term (btree_gin: the uuid).
+        Index("ix_memories_terms", "relationship_id", "tokens", postgresql_using="gin"),
         CheckConstraint(TOKENS_ARE_WORDS, name="tokens_are_words"),
+        CheckConstraint(VECTOR_DIMENSION_RECORDED, name="vector_dimension_recorded"),
         Index(
             "ix_memories_expiring",
             "expires_at",

@@ -35,6 +35,8 @@ from sqlalchemy import (
     literal,
     literal_column,
     select,
+    text,
+    union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, REAL, aggregate_order_by
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
@@ -42,7 +44,7 @@ from sqlalchemy.orm import QueryableAttribute
 from sqlalchemy.sql.sqltypes import NullType
 
 from tenancy.ids import RelationshipScope
-from tether.memories.models import Memory
+from tether.memories.models import RECALLABLE, VECTOR_FITS, VECTOR_TOO_WIDE, Memory
 from tether.memories.repositories import active_now
 from tether.recall.loaded import (
     EPOCH,
@@ -248,17 +250,44 @@ def for_query(distance: ColumnElement[Any]) -> Select[Any]:
     """One row: the ``QUERY_ROW`` of every active memory of the ``PARTITION``
     concatenated in partition order, and two arrays in the same order: their sessions,
     and the tokens (as ``TOKENS`` sends them) of those that hold one of ``QUERY_TERMS``,
-    NULL for the others. (A NULL costs a bit; a flag in ``QUERY_ROW`` would test each
-    memory's tokens twice, which cost a 5,000-memory read 2.4 ms.)"""
-    statement = select(
+    NULL for the others.
+
+    Read from the recall indexes alone but for the matching memories' tokens (migration
+    0014, decision 0024): the memories whose vector fits ``ix_memories_recall`` from it,
+    the others from their rows, and the tokens through ``memory_terms()``."""
+    recalled = union_all(_recalled(distance, VECTOR_FITS), _recalled(distance, VECTOR_TOO_WIDE))
+    rows = recalled.subquery("recalled")
+    terms = PARTITION.relationship_id, PARTITION.tenant_id, QUERY_TERMS
+    matched = func.memory_terms(*terms).table_valued("id", "tokens").alias("matched")
+    joined = rows.outerjoin(matched, matched.c.id == rows.c.id)
+
+    def in_order(value: Any) -> Any:
+        return aggregate_order_by(value, rows.c.at, rows.c.id)
+
+    return select(
+        func.string_agg(rows.c.row, in_order(literal(b"", LargeBinary)), type_=LargeBinary),
+        func.array_agg(in_order(rows.c.session), type_=NullType()),
+        func.array_agg(in_order(matched.c.tokens), type_=NullType()),
+    ).select_from(joined)
+
+
+def _recalled(distance: ColumnElement[Any], vector: str) -> Select[Any]:
+    """The ``QUERY_ROW``, session and order of the ``PARTITION``'s active memories whose
+    vector is as ``vector`` says. The conditions of the recall indexes are stated in
+    their own words: Postgres uses a partial index only for a query it can prove them
+    of."""
+    return select(
         query_row_sent(distance).label("row"),
         Memory.source_session_id.label("session"),
-        case((Memory.tokens.overlap(QUERY_TERMS), TOKENS)).label("tokens"),
+        Memory.occurred_at.label("at"),
+        Memory.id.label("id"),
+    ).where(
+        Memory.relationship_id == PARTITION.relationship_id,
+        Memory.tenant_id == PARTITION.tenant_id,
+        text(f"({RECALLABLE})"),
+        text(f"({vector})"),
+        Memory.expires_at.is_(None) | (Memory.expires_at > PARTITION.now),
     )
-    sent = ordered(_in_order(statement)).subquery()
-    sessions = func.array_agg(_ordered_by(sent, sent.c.session), type_=NullType())
-    tokens = func.array_agg(_ordered_by(sent, sent.c.tokens), type_=NullType())
-    return select(_concatenation(sent), sessions, tokens)
 
 
 def aggregated(
