@@ -527,6 +527,9 @@ async def test_a_read_for_one_query_reads_no_row_of_the_memories_it_ranks(
                 )
             )
             recall_indexes = set(found.scalars())
+            options = await autocommit.scalar(
+                text("SELECT reloptions FROM pg_class WHERE relname = 'ix_memories_terms'")
+            )
     finally:
         await owner.dispose()
     distance = case(
@@ -555,6 +558,7 @@ async def test_a_read_for_one_query_reads_no_row_of_the_memories_it_ranks(
     assert all(n["Node Type"] == "Index Scan" and n["Actual Rows"] == 0 for n in others), others
     functions = [n for n in nodes if n["Node Type"] == "Function Scan"]
     assert [n["Function Name"] for n in functions] == ["memory_terms"]
+    assert options == ["fastupdate=off"]  # no pending list for every search to scan
     assert functions[0]["Actual Rows"] == sum("cello" in t or "tea" in t for t in _tokens_of(scope))
 
 

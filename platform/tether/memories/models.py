@@ -146,7 +146,14 @@ class Memory(Base):
             postgresql_where=text(f"({RECALLABLE}) AND {VECTOR_TOO_WIDE}"),
         ),
         # The memories of a relationship holding a query term (btree_gin: the uuid).
-        Index("ix_memories_terms", "relationship_id", "tokens", postgresql_using="gin"),
+        # Without a pending list, which every search would scan (migration 0014).
+        Index(
+            "ix_memories_terms",
+            "relationship_id",
+            "tokens",
+            postgresql_using="gin",
+            postgresql_with={"fastupdate": "off"},
+        ),
         CheckConstraint(TOKENS_ARE_WORDS, name="tokens_are_words"),
         CheckConstraint(VECTOR_DIMENSION_RECORDED, name="vector_dimension_recorded"),
         Index(
