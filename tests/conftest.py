@@ -17,9 +17,11 @@ from pathlib import Path
 import httpx
 import pytest
 from redis import Redis as SyncRedis
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tether.app import bind_resources, create_app, with_outer_middleware
 from tether.core import task_queues
+from tether.core.database import create_engine
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import APP_ROLE, Settings
 from tether.health.heartbeat import queue_key
@@ -102,6 +104,17 @@ async def resources(settings: Settings) -> AsyncIterator[Resources]:
     """This module's engine and Redis client (the same ones the app uses)."""
     async with open_resources(settings) as opened:
         yield opened
+
+
+@pytest.fixture
+async def superuser(settings: Settings) -> AsyncIterator[AsyncEngine]:
+    """An engine connecting as the database owner (not the application role): past
+    row-level security, and allowed maintenance such as VACUUM."""
+    engine = create_engine(
+        settings.model_copy(update={"db": settings.db.model_copy(update={"role": None})})
+    )
+    yield engine
+    await engine.dispose()
 
 
 @pytest.fixture(scope="module")

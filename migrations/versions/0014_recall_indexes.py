@@ -34,7 +34,8 @@ down_revision = "0013"
 branch_labels = None
 depends_on = None
 
-# tether.memories.models holds the same (test_migrations compares the schema).
+# tether.memories.models holds the same; the read states them in these words, and
+# test_cold_rows's plan test fails unless Postgres proves the index's predicate of it.
 RECALLABLE = "is_active AND superseded_by IS NULL AND deleted_at IS NULL"
 VECTOR_FITS = "embedding_dim IS NULL OR embedding_dim <= 1024"
 VECTOR_TOO_WIDE = "embedding_dim > 1024"

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from sqlalchemy import bindparam, case, text
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tenancy.ids import RelationshipId, RelationshipScope
 from tests.support import (
@@ -26,7 +27,7 @@ from tests.support import (
     assert_same_ranking_columns,
     resolve_body,
 )
-from tether.core.database import TENANT_INFO, create_engine
+from tether.core.database import TENANT_INFO
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
@@ -59,8 +60,8 @@ INSERT = text(
 )
 
 
-def _vector(seed: int) -> str:
-    values = np.random.default_rng(seed).standard_normal(DIMENSION)
+def _vector(seed: int, dimension: int = DIMENSION) -> str:
+    values = np.random.default_rng(seed).standard_normal(dimension)
     return "[" + ",".join(f"{v:.4f}" for v in values) + "]"
 
 
@@ -455,11 +456,6 @@ async def test_stored_tokens_must_be_words(
 WIDE = 1536  # wider than ix_memories_recall holds (INDEXED_VECTOR_DIMENSIONS)
 
 
-def _wide_vector(seed: int) -> str:
-    values = np.random.default_rng(seed).standard_normal(WIDE)
-    return "[" + ",".join(f"{v:.3f}" for v in values) + "]"
-
-
 async def test_a_read_for_one_query_ranks_memories_with_wide_vectors_as_a_full_read_does(
     settings: Settings, client: Any, make_tenant: Any, resources: Resources
 ) -> None:
@@ -468,7 +464,8 @@ async def test_a_read_for_one_query_ranks_memories_with_wide_vectors_as_a_full_r
     for a query of either width: each ranks only the memories of its own width."""
     scope, _ = await _partition(client, make_tenant, resources)
     wide = [
-        _memory(scope, n, vector=_wide_vector(n), dimension=WIDE) for n in (0, 3, 7, 10, 20, 21, 40)
+        _memory(scope, n, vector=_vector(n, WIDE), dimension=WIDE)
+        for n in (0, 3, 7, 10, 20, 21, 40)
     ]
     async with resources.sessions() as session, session.begin():
         for row in wide:
@@ -483,10 +480,9 @@ async def test_a_read_for_one_query_ranks_memories_with_wide_vectors_as_a_full_r
         if query is not None:
             assert full.similarity is not None
             ranked = np.flatnonzero(full.similarity != 0)  # 0: no vector of this width
-            widths = {len(query)}
-            assert {
-                WIDE if full.records[i].id in {w["id"] for w in wide} else DIMENSION for i in ranked
-            } == widths
+            wide_ids = {w["id"] for w in wide}
+            widths = {WIDE if full.records[i].id in wide_ids else DIMENSION for i in ranked}
+            assert widths == {len(query)}
 
 
 async def test_a_vector_records_its_own_width(
@@ -505,7 +501,7 @@ def _plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def test_a_read_for_one_query_reads_no_row_of_the_memories_it_ranks(
-    settings: Settings, client: Any, make_tenant: Any, resources: Resources
+    settings: Settings, client: Any, make_tenant: Any, resources: Resources, superuser: AsyncEngine
 ) -> None:
     """Under row-level security, as the application role reads, Postgres can answer the
     read from ix_memories_recall without visiting the table, and the tokens of the
@@ -513,25 +509,19 @@ async def test_a_read_for_one_query_reads_no_row_of_the_memories_it_ranks(
     test's partitions are too small for the planner to prefer an index); the bench
     shows what it prefers at scale."""
     scope, _ = await _partition(client, make_tenant, resources)
-    owner = create_engine(
-        settings.model_copy(update={"db": settings.db.model_copy(update={"role": None})})
-    )
-    try:
-        async with owner.connect() as connection:
-            autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
-            await autocommit.execute(text("VACUUM (ANALYZE) memories"))
-            found = await autocommit.execute(
-                text(
-                    "SELECT inhrelid::regclass::text FROM pg_inherits "
-                    "WHERE inhparent = 'ix_memories_recall'::regclass"
-                )
+    async with superuser.connect() as connection:
+        autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
+        await autocommit.execute(text("VACUUM (ANALYZE) memories"))
+        found = await autocommit.execute(
+            text(
+                "SELECT inhrelid::regclass::text FROM pg_inherits "
+                "WHERE inhparent = 'ix_memories_recall'::regclass"
             )
-            recall_indexes = set(found.scalars())
-            options = await autocommit.scalar(
-                text("SELECT reloptions FROM pg_class WHERE relname = 'ix_memories_terms'")
-            )
-    finally:
-        await owner.dispose()
+        )
+        recall_indexes = set(found.scalars())
+        options = await autocommit.scalar(
+            text("SELECT reloptions FROM pg_class WHERE relname = 'ix_memories_terms'")
+        )
     distance = case(
         (Memory.embedding_dim == DIMENSION, Memory.embedding.cosine_distance(bindparam("q"))),
     )

@@ -16,7 +16,6 @@ from sqlalchemy.exc import DBAPIError
 from tests.support import resolve_body, wait_for_hot_copy
 from tether.core.database import TENANT_INFO, create_engine, create_session_factory
 from tether.core.resources import Resources
-from tether.core.settings import Settings
 from tether.profiles.consent_cache import consent_key
 from tether.rights import erasure
 
@@ -35,16 +34,6 @@ async def _audit(client, tenant, **params) -> list[dict]:
     response = await client.get("/v1/audit", params={"limit": 200, **params}, headers=tenant.admin)
     assert response.status_code == 200, response.text
     return response.json()["items"]
-
-
-@pytest.fixture
-async def superuser(settings: Settings):  # type: ignore[no-untyped-def]
-    """A connection as the database owner (not the application role), to tamper."""
-    engine = create_engine(
-        settings.model_copy(update={"db": settings.db.model_copy(update={"role": None})})
-    )
-    yield engine
-    await engine.dispose()
 
 
 async def test_audited_actions_and_denials_form_a_verifiable_chain(client, make_tenant) -> None:

@@ -260,28 +260,18 @@ def for_query(distance: ColumnElement[Any]) -> Select[Any]:
     terms = PARTITION.relationship_id, PARTITION.tenant_id, QUERY_TERMS
     matched = func.memory_terms(*terms).table_valued("id", "tokens").alias("matched")
     joined = rows.outerjoin(matched, matched.c.id == rows.c.id)
-
-    def in_order(value: Any) -> Any:
-        return aggregate_order_by(value, rows.c.at, rows.c.id)
-
-    return select(
-        func.string_agg(rows.c.row, in_order(literal(b"", LargeBinary)), type_=LargeBinary),
-        func.array_agg(in_order(rows.c.session), type_=NullType()),
-        func.array_agg(in_order(matched.c.tokens), type_=NullType()),
-    ).select_from(joined)
+    sessions = func.array_agg(_ordered_by(rows, rows.c.session), type_=NullType())
+    tokens = func.array_agg(_ordered_by(rows, matched.c.tokens), type_=NullType())
+    return select(_concatenation(rows), sessions, tokens).select_from(joined)
 
 
 def _recalled(distance: ColumnElement[Any], vector: str) -> Select[Any]:
-    """The ``QUERY_ROW``, session and order of the ``PARTITION``'s active memories whose
-    vector is as ``vector`` says. The conditions of the recall indexes are stated in
-    their own words: Postgres uses a partial index only for a query it can prove them
-    of."""
-    return select(
-        query_row_sent(distance).label("row"),
-        Memory.source_session_id.label("session"),
-        Memory.occurred_at.label("at"),
-        Memory.id.label("id"),
-    ).where(
+    """The ``QUERY_ROW``, session and order (``_in_order``'s columns) of the
+    ``PARTITION``'s active memories whose vector is as ``vector`` says. The conditions of
+    the recall indexes are stated in their own words: Postgres uses a partial index only
+    for a query it can prove them of."""
+    sent = select(query_row_sent(distance).label("row"), Memory.source_session_id.label("session"))
+    return _in_order(sent).where(
         Memory.relationship_id == PARTITION.relationship_id,
         Memory.tenant_id == PARTITION.tenant_id,
         text(f"({RECALLABLE})"),
