@@ -365,6 +365,60 @@ async def bulk_import(
     return generating, copying
 
 
+# The memories table's partitions and every index on them, read into the pool.
+_PREWARM = """
+SELECT sum(pg_prewarm(relid::regclass)) FROM (
+  SELECT relid FROM pg_partition_tree('memories') WHERE isleaf
+  UNION ALL
+  SELECT indexrelid FROM pg_index
+  WHERE indrelid IN (SELECT relid FROM pg_partition_tree('memories') WHERE isleaf)
+) r
+"""
+# How many of the pool's buffers hold pages of them.
+_HELD = """
+SELECT count(*) FROM pg_buffercache b JOIN pg_class c
+  ON b.relfilenode = pg_relation_filenode(c.oid)
+WHERE c.oid IN (
+  SELECT relid FROM pg_partition_tree('memories') WHERE isleaf
+  UNION ALL
+  SELECT indexrelid FROM pg_index
+  WHERE indrelid IN (SELECT relid FROM pg_partition_tree('memories') WHERE isleaf)
+)
+"""
+
+
+async def prewarm(database_url: str) -> int:
+    """Read the memories table and its indexes into Postgres's buffer pool; returns the
+    blocks read. COPY and VACUUM go through small rings of buffers, so after a bulk load
+    the pool holds little of it: every page a cold read touches first is then read from
+    the operating system's cache, at ~20 µs each on this machine, and a 5,000-memory
+    read touches ~2,000 (see docs/benchmarks.md#recall-buffers)."""
+    connection = await asyncpg.connect(database_url)
+    try:
+        await connection.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        blocks = await connection.fetchval(_PREWARM)
+        return int(blocks or 0)
+    finally:
+        await connection.close()
+
+
+async def pool_in_use(database_url: str) -> str:
+    """How much of Postgres's buffer pool holds pages, and how much of memories."""
+    connection = await asyncpg.connect(database_url)
+    try:
+        await connection.execute("CREATE EXTENSION IF NOT EXISTS pg_buffercache")
+        used, total = await connection.fetchrow(
+            "SELECT buffers_used, buffers_used + buffers_unused FROM pg_buffercache_summary()"
+        )
+        held = await connection.fetchval(_HELD)
+        return (
+            f"Postgres buffer pool: {used * 8 / 1024:,.0f} of {total * 8 / 1024:,.0f} MB in use,"
+            f" {held * 8 / 1024:,.0f} MB of them memories and its indexes"
+        )
+    finally:
+        await connection.close()
+
+
 async def relationships(settings: Settings) -> tuple[uuid.UUID, list[uuid.UUID]]:
     engine = create_engine(settings)
     async with engine.connect() as conn:
@@ -458,6 +512,9 @@ _LENGTH = re.compile(rb"content-length: (\d+)", re.IGNORECASE)
 _TIMING = re.compile(rb"server-timing: app;dur=([0-9.]+)", re.IGNORECASE)
 _TIER = re.compile(rb'"tier":"([a-z]+)"')
 _DEGRADED = re.compile(rb'"degraded":\[([^\]]*)\]')
+_TIMINGS = re.compile(rb'"timings_ms":(\{[^}]*\})')
+# The answers slower than this keep their timings_ms, printed with the class.
+SLOW_MS = 60.0
 
 
 @dataclass
@@ -467,8 +524,11 @@ class Seen:
     run: Run = field(default_factory=Run)
     tiers: Counter[str] = field(default_factory=Counter)
     degraded: Counter[str] = field(default_factory=Counter)
+    slow: list[tuple[float, str]] = field(default_factory=list)  # (ms, timings_ms)
 
-    def note(self, body: bytes) -> None:
+    def note(self, body: bytes, latency_ms: float = 0.0) -> None:
+        if latency_ms > SLOW_MS and (timings := _TIMINGS.search(body)):
+            self.slow.append((latency_ms, timings.group(1).decode()))
         if tier := _TIER.search(body):
             self.tiers[tier.group(1).decode()] += 1
         if (reasons := _DEGRADED.search(body)) and reasons.group(1):
@@ -481,10 +541,17 @@ class Seen:
         self.run.statuses.update(Counter(self.run.statuses) + Counter(other.run.statuses))
         self.tiers += other.tiers
         self.degraded += other.degraded
+        self.slow += other.slow
 
     def summary(self, name: str) -> str:
         tiers = dict(self.tiers) or "n/a (context answers carry none)"
-        return f"{self.run.summary(name)}\n    tiers={tiers} degraded={dict(self.degraded)}"
+        slowest = "".join(
+            f"\n    slower than {SLOW_MS:.0f} ms: {ms:.1f} {timings}"
+            for ms, timings in sorted(self.slow, reverse=True)[:3]
+        )
+        return (
+            f"{self.run.summary(name)}\n    tiers={tiers} degraded={dict(self.degraded)}{slowest}"
+        )
 
 
 async def _client(port: int, next_request: Callable[[], tuple[bytes, Seen] | None]) -> None:
@@ -503,7 +570,7 @@ async def _client(port: int, next_request: Callable[[], tuple[bytes, Seen] | Non
             seen.run.statuses[status] = seen.run.statuses.get(status, 0) + 1
             if timing := _TIMING.search(head):
                 seen.run.server_ms.append(float(timing.group(1)))
-            seen.note(body)
+            seen.note(body, seen.run.latencies_ms[-1])
     finally:
         writer.close()
 
@@ -674,19 +741,27 @@ def run_scale(n: int, args: argparse.Namespace, pools: Pools | None) -> dict[str
             bulk_import(settings, population, maker, layout=args.layout)
         )
         large = sum(1 for s in sizes if s == args.large_size)
+        pool = asyncio.run(pool_in_use(database_url))
+        warmed = ""
+        if args.postgres_buffers == "warm":
+            blocks = asyncio.run(prewarm(database_url))
+            warmed = f"; prewarmed {blocks * 8 / 1024:,.0f} MB, then "
+            pool = asyncio.run(pool_in_use(database_url))
         print(
             f"\n## N={n:,} memories in {len(sizes):,} relationships ({large} with "
             f"{args.large_size:,}, median {statistics.median(sizes):.0f}, "
             f"{sum(5 <= s <= 50 for s in sizes) / len(sizes):.0%} with 5-50); loaded in "
             f"{time.perf_counter() - started:.1f} s (generate+tokenize {generating:.1f} s, "
             f"COPY+VACUUM+CHECKPOINT {copying:.1f} s); load average {os.getloadavg()[0]:.1f}"
-            f" on {os.cpu_count()} CPUs (other processes share them)"
+            f" on {os.cpu_count()} CPUs (other processes share them)\n# after the load"
+            f"{warmed}: {pool}"
         )
         # As production connects: row-level security, and the plans made under it.
         with api_server(database_url, redis_url, args.workers, app_role=True) as port:
             client = redis.Redis.from_url(hot_redis_url())  # the hot tier's
             bench = Bench(port, token, population, client, rng, database_url, maker)
             p95 |= measure(bench, args)
+        print(f"# after the classes: {asyncio.run(pool_in_use(database_url))}")
     return p95
 
 
@@ -754,6 +829,14 @@ def main() -> None:
         help="Postgres's buffer pool (default: the embedded runtime's, a quarter of memory)",
     )
     parser.add_argument(
+        "--postgres-buffers",
+        choices=("warm", "as-loaded"),
+        default="warm",
+        help="warm: the memories table and its indexes read into Postgres's buffer pool "
+        "after the load (pg_prewarm), as in a database in service; as-loaded: the pool "
+        "as the bulk load leaves it (holding little of the table)",
+    )
+    parser.add_argument(
         "--layout",
         choices=tuple(LAYOUTS),
         default="interleaved",
@@ -771,7 +854,7 @@ def main() -> None:
         + ("real USE-m embeddings of 64 sentences per template" if pools else "random unit")
         + f"; latency classes at c=1, {args.requests} requests each; 1 client process"
         + f"; Postgres shared_buffers {args.shared_buffers_mb or default_shared_buffers_mb()} MB"
-        + f"; rows {args.layout}"
+        + f" ({args.postgres_buffers}); rows {args.layout}"
         + f"; process copies up to {args.local_megabytes} MB"
     )
     results = {n: run_scale(n, args, pools) for n in scales}

@@ -1,4 +1,5 @@
-"""The embedded Postgres's buffer pool: sized at start, never left unable to start.
+"""The embedded Postgres's buffer pool: sized at start, restored after a restart, never
+left unable to start.
 
 A cold read of a large relationship reads every page holding one of its rows; with
 Postgres's default pool (128 MB) those pages come from the OS cache on every read
@@ -7,10 +8,12 @@ Postgres's default pool (128 MB) those pages come from the OS cache on every rea
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +21,11 @@ import pytest
 
 from tether.core.settings import Settings
 from tether.runtime import embedded_postgres
-from tether.runtime.embedded_postgres import EmbeddedPostgres, default_shared_buffers_mb
+from tether.runtime.embedded_postgres import (
+    PRELOADED,
+    EmbeddedPostgres,
+    default_shared_buffers_mb,
+)
 from tether.runtime.preflight import StartupError
 from tether.runtime.services import backing_services
 
@@ -60,6 +67,41 @@ def test_a_server_it_starts_runs_with_the_pool_asked_for(data_dir: Path) -> None
         server.stop()
 
 
+def _table_pages_in_pool(server: EmbeddedPostgres) -> int:
+    shown = server.psql(
+        "SELECT 'pages=' || count(*) FROM pg_buffercache"
+        " WHERE relfilenode = pg_relation_filenode('warm_probe');"
+    )
+    found = re.search(r"pages=(\d+)", shown)
+    assert found is not None, shown
+    return int(found[1])
+
+
+def test_a_restart_restores_what_the_pool_held(data_dir: Path) -> None:
+    server = _started(data_dir, 48)
+    try:
+        assert PRELOADED in server.preloaded()
+        server.psql(
+            "CREATE EXTENSION IF NOT EXISTS pg_buffercache;"
+            " CREATE TABLE warm_probe AS SELECT g, repeat('x', 500) AS t"
+            " FROM generate_series(1, 20000) g;"
+            " SELECT count(*) FROM warm_probe;"
+        )
+        held = _table_pages_in_pool(server)
+        assert held > 1000
+    finally:
+        server.stop()  # autoprewarm records the pool's pages at shutdown
+    server = _started(data_dir, None)
+    try:
+        # Read back in the background after the start: wait for it.
+        deadline = time.monotonic() + 30
+        while _table_pages_in_pool(server) < held and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _table_pages_in_pool(server) >= held
+    finally:
+        server.stop()
+
+
 def test_a_server_another_holder_started_keeps_its_pool_until_its_next_start(
     data_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -68,7 +110,7 @@ def test_a_server_another_holder_started_keeps_its_pool_until_its_next_start(
         with caplog.at_level(logging.WARNING, logger=embedded_postgres.__name__):
             joined = _started(data_dir, 96)
         assert joined.shared_buffers_mb() == 48  # not restarted under the first holder
-        assert "becomes 96 MB when it next starts" in caplog.text
+        assert "becomes 96 MB (and is restored after restarts) when it next starts" in caplog.text
         joined.stop()
     finally:
         first.stop()
@@ -122,6 +164,7 @@ def test_a_pool_the_machine_cannot_give_is_given_up_for_the_default(
         server.stop()
     auto = (data_dir / "postgres" / "postgresql.auto.conf").read_text()
     assert "shared_buffers" not in auto  # so the next start does not fail either
+    assert "shared_preload_libraries" not in auto
     server = _started(data_dir, None)
     try:
         assert server.shared_buffers_mb() == _POSTGRES_DEFAULT_MB

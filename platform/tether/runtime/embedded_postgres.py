@@ -21,6 +21,13 @@ DATABASE_NAME = "tether"
 _SAFE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _MIN_BUFFERS_MB, _MAX_BUFFERS_MB = 128, 8192
 _CGROUP_LIMIT = Path("/sys/fs/cgroup/memory.max")
+# Loaded at start with the sized pool: its autoprewarm worker records which pages the
+# pool holds (every five minutes and at shutdown) and reads them back in the background
+# after the next start, so a restart does not leave every cold read to the OS cache
+# (decision 0025).
+PRELOADED = "pg_prewarm"
+# The settings that take effect at a server's start (ALTER SYSTEM, then a restart).
+_AT_START = ("shared_buffers", "shared_preload_libraries")
 
 
 def _memory_bytes() -> int | None:
@@ -83,7 +90,7 @@ class EmbeddedPostgres:
         joined = self._running()
         self._start_server()
         if megabytes is not None:
-            self._size_buffers(megabytes, restart=not joined)
+            self._configure(megabytes, restart=not joined)
         self.ensure_database(self._database)
         return self.url(self._database)
 
@@ -101,7 +108,7 @@ class EmbeddedPostgres:
         try:
             self._get_server()
         except StartupError:
-            if not self._forget_buffers():
+            if not self._forget_start_settings():
                 raise
             log.warning(
                 "the embedded PostgreSQL did not start with the buffer pool set for it; "
@@ -136,17 +143,30 @@ class EmbeddedPostgres:
             raise RuntimeError(f"shared_buffers not shown: {shown!r}")
         return int(found[1]) * 8 // 1024
 
-    def _size_buffers(self, megabytes: int, *, restart: bool) -> None:
-        """Run with a buffer pool of ``megabytes``. It is set at a server's start, so a
-        server this call started is restarted, and one another process started keeps its
-        pool until its next start."""
-        if self.shared_buffers_mb() == megabytes:
+    def preloaded(self) -> list[str]:
+        """The running server's ``shared_preload_libraries``."""
+        shown = self.psql(
+            "SELECT 'preload=' || setting FROM pg_settings WHERE name = 'shared_preload_libraries';"
+        )
+        found = re.search(r"preload=([^\n]*)", shown)
+        if found is None:
+            raise RuntimeError(f"shared_preload_libraries not shown: {shown!r}")
+        return [name.strip() for name in found[1].split(",") if name.strip()]
+
+    def _configure(self, megabytes: int, *, restart: bool) -> None:
+        """Run with a buffer pool of ``megabytes`` and ``PRELOADED`` loaded. Both are set
+        at a server's start, so a server this call started is restarted (once), and one
+        another process started keeps them until its next start."""
+        sized = self.shared_buffers_mb() == megabytes
+        loaded = PRELOADED in self.preloaded()
+        if sized and loaded:
             return
         self.psql(f"ALTER SYSTEM SET shared_buffers = '{int(megabytes)}MB';")
+        self.psql(f"ALTER SYSTEM SET shared_preload_libraries = '{PRELOADED}';")
         if not restart:
             log.warning(
                 "the embedded PostgreSQL in %s was started by another process: its buffer "
-                "pool becomes %d MB when it next starts",
+                "pool becomes %d MB (and is restored after restarts) when it next starts",
                 self._pgdata,
                 megabytes,
             )
@@ -154,16 +174,16 @@ class EmbeddedPostgres:
         self.stop()
         self._start_server()
 
-    def _forget_buffers(self) -> bool:
-        """Drop the ALTER SYSTEM setting of shared_buffers from a stopped server's
+    def _forget_start_settings(self) -> bool:
+        """Drop the ALTER SYSTEM settings of ``_AT_START`` from a stopped server's
         configuration (what ALTER SYSTEM RESET would do, were it running); whether
-        there was one."""
+        there were any."""
         auto = self._pgdata / "postgresql.auto.conf"
         try:
             lines = auto.read_text().splitlines(keepends=True)
         except FileNotFoundError:
             return False
-        kept = [line for line in lines if not line.lstrip().startswith("shared_buffers")]
+        kept = [line for line in lines if not line.lstrip().startswith(_AT_START)]
         if len(kept) == len(lines):
             return False
         auto.write_text("".join(kept))
