@@ -12,6 +12,10 @@ interleaved``, the default), so a relationship's rows are scattered over the tab
 pages as memories written over time are; ``grouped`` stores each relationship's side by
 side, as every run before session 15 did (decision 0022). Postgres's buffer pool is the
 embedded runtime's (a quarter of the memory) unless ``--shared-buffers-mb`` sets it.
+After the load the table and its indexes are read into it (``pg_prewarm``), as a database
+in service holds them: COPY and VACUUM go through small rings of buffers and leave the
+pool without them, and every page a read then touches first is copied in from the OS
+cache (decision 0025; ``--postgres-buffers as-loaded`` measures that state).
 Contents are synthetic English and Chinese sentences from templates over a shared
 vocabulary (people, places, foods, hobbies, dates); each relationship mostly speaks one
 language, and queries come from the same vocabulary. Tokens are computed with the real
@@ -402,6 +406,34 @@ async def prewarm(database_url: str) -> int:
         await connection.close()
 
 
+# What Postgres does in the background that a class could run into.
+_BACKGROUND_LOG = re.compile(r"automatic (vacuum|analyze) of table|checkpoint (starting|complete)")
+
+
+async def log_background_work(database_url: str) -> str:
+    """Have Postgres log its autovacuum runs and checkpoints; returns its log file."""
+    connection = await asyncpg.connect(database_url)
+    try:
+        await connection.execute("ALTER SYSTEM SET log_autovacuum_min_duration = 0")
+        await connection.execute("ALTER SYSTEM SET log_checkpoints = on")
+        await connection.execute("SELECT pg_reload_conf()")
+        return str(await connection.fetchval("SHOW data_directory")) + "/log"
+    finally:
+        await connection.close()
+
+
+def background_work(log_file: str, since: str) -> list[str]:
+    """The autovacuum runs and checkpoints logged from ``since`` (UTC, "HH:MM:SS") on,
+    each as its time and what it did."""
+    lines = []
+    with open(log_file, errors="replace") as log:
+        for line in log:
+            if _BACKGROUND_LOG.search(line) and line[11:19] >= since:
+                what = line.split("LOG:", 1)[-1].strip()
+                lines.append(f"{line[11:19]} {what[:160]}")
+    return lines
+
+
 async def pool_in_use(database_url: str) -> str:
     """How much of Postgres's buffer pool holds pages, and how much of memories."""
     connection = await asyncpg.connect(database_url)
@@ -524,11 +556,13 @@ class Seen:
     run: Run = field(default_factory=Run)
     tiers: Counter[str] = field(default_factory=Counter)
     degraded: Counter[str] = field(default_factory=Counter)
-    slow: list[tuple[float, str]] = field(default_factory=list)  # (ms, timings_ms)
+    slow: list[tuple[float, str]] = field(default_factory=list)  # (ms, when and timings_ms)
+    started: str = ""  # UTC, HH:MM:SS
 
     def note(self, body: bytes, latency_ms: float = 0.0) -> None:
         if latency_ms > SLOW_MS and (timings := _TIMINGS.search(body)):
-            self.slow.append((latency_ms, timings.group(1).decode()))
+            at = datetime.now(UTC).strftime("%H:%M:%S")
+            self.slow.append((latency_ms, f"at {at} {timings.group(1).decode()}"))
         if tier := _TIER.search(body):
             self.tiers[tier.group(1).decode()] += 1
         if (reasons := _DEGRADED.search(body)) and reasons.group(1):
@@ -542,6 +576,7 @@ class Seen:
         self.tiers += other.tiers
         self.degraded += other.degraded
         self.slow += other.slow
+        self.started = self.started or other.started
 
     def summary(self, name: str) -> str:
         tiers = dict(self.tiers) or "n/a (context answers carry none)"
@@ -550,7 +585,8 @@ class Seen:
             for ms, timings in sorted(self.slow, reverse=True)[:3]
         )
         return (
-            f"{self.run.summary(name)}\n    tiers={tiers} degraded={dict(self.degraded)}{slowest}"
+            f"{self.run.summary(name)}\n    {f'from {self.started} ' if self.started else ''}"
+            f"tiers={tiers} degraded={dict(self.degraded)}{slowest}"
         )
 
 
@@ -584,7 +620,7 @@ def load_seen(
 ) -> Seen:
     """Like the harness's load(): each request once, or cycled for ``seconds`` when > 0.
     ``first``: how many of the first requests to record apart, and where."""
-    seen, index = Seen(), 0
+    seen, index = Seen(started=datetime.now(UTC).strftime("%H:%M:%S")), 0
     deadline = time.monotonic() + seconds
 
     def next_request() -> tuple[bytes, Seen] | None:
@@ -731,6 +767,7 @@ def run_scale(n: int, args: argparse.Namespace, pools: Pools | None) -> dict[str
     p95: dict[str, float] = {}
     with services(args.shared_buffers_mb) as (database_url, redis_url):
         settings = Settings(database_url=database_url, redis_url=redis_url)
+        log_file = asyncio.run(log_background_work(database_url))
         started = time.perf_counter()
         token = asyncio.run(seed(database_url, redis_url, len(sizes), min(100, len(sizes))))
         tenant_id, ids = asyncio.run(relationships(settings))
@@ -742,25 +779,26 @@ def run_scale(n: int, args: argparse.Namespace, pools: Pools | None) -> dict[str
         )
         large = sum(1 for s in sizes if s == args.large_size)
         pool = asyncio.run(pool_in_use(database_url))
-        warmed = ""
         if args.postgres_buffers == "warm":
             blocks = asyncio.run(prewarm(database_url))
-            warmed = f"; prewarmed {blocks * 8 / 1024:,.0f} MB, then "
-            pool = asyncio.run(pool_in_use(database_url))
+            pool += f"\n# prewarmed {blocks * 8 / 1024:,.0f} MB, then: "
+            pool += asyncio.run(pool_in_use(database_url))
         print(
             f"\n## N={n:,} memories in {len(sizes):,} relationships ({large} with "
             f"{args.large_size:,}, median {statistics.median(sizes):.0f}, "
             f"{sum(5 <= s <= 50 for s in sizes) / len(sizes):.0%} with 5-50); loaded in "
             f"{time.perf_counter() - started:.1f} s (generate+tokenize {generating:.1f} s, "
             f"COPY+VACUUM+CHECKPOINT {copying:.1f} s); load average {os.getloadavg()[0]:.1f}"
-            f" on {os.cpu_count()} CPUs (other processes share them)\n# after the load"
-            f"{warmed}: {pool}"
+            f" on {os.cpu_count()} CPUs (other processes share them)\n# after the load: {pool}"
         )
         # As production connects: row-level security, and the plans made under it.
         with api_server(database_url, redis_url, args.workers, app_role=True) as port:
             client = redis.Redis.from_url(hot_redis_url())  # the hot tier's
             bench = Bench(port, token, population, client, rng, database_url, maker)
+            measuring = datetime.now(UTC).strftime("%H:%M:%S")
             p95 |= measure(bench, args)
+        for line in background_work(log_file, measuring):
+            print(f"# postgres in the background at {line}")
         print(f"# after the classes: {asyncio.run(pool_in_use(database_url))}")
     return p95
 

@@ -50,6 +50,36 @@ def test_models_and_migrations_agree(settings: Settings) -> None:
     assert _schema_diff(settings.require_database_url()) == []
 
 
+def _persistence(url: str, table: str) -> str:
+    async def read() -> str:
+        engine = create_async_engine(async_url(url))
+        async with engine.connect() as conn:
+            found = await conn.scalar(
+                text("SELECT relpersistence::text FROM pg_class WHERE oid = CAST(:t AS regclass)"),
+                {"t": table},
+            )
+        await engine.dispose()
+        return str(found)
+
+    return asyncio.run(read())
+
+
+def test_snapshots_are_unlogged_and_the_memories_they_derive_from_are_not(
+    settings: Settings,
+) -> None:
+    """Migration 0015: snapshots are derived data, left out of the WAL; a downgrade
+    logs them again."""
+    url = settings.require_database_url()
+    assert _persistence(url, "recall_snapshots") == "u"
+    assert _persistence(url, "memories") == "p"
+    migrate.downgrade(url, "0014")
+    try:
+        assert _persistence(url, "recall_snapshots") == "p"
+    finally:
+        migrate.upgrade(url)
+    assert _persistence(url, "recall_snapshots") == "u"
+
+
 def test_tokens_that_are_not_words_are_brought_to_the_form_every_reader_split_them_in(
     settings: Settings,
 ) -> None:

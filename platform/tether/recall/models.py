@@ -2,9 +2,10 @@
 read decodes one value instead of indexing thousands of rows (decision 0011).
 
 Derived data only: every row can be dropped at any time and is rebuilt by the next cold
-read. A trigger on ``memories`` (migrations 0008, 0009) records in ``changed`` the
-memories a write adds or changes, which a cold read then takes from their rows, and
-deletes the snapshot when a memory is deleted or its text changes, so edited or erased
+read, so the table is unlogged (decision 0026): Postgres empties it after a crash. A
+trigger on ``memories`` (migrations 0008, 0009) records in ``changed`` the memories a
+write adds or changes, which a cold read then takes from their rows, and deletes the
+snapshot when a memory is deleted or its text changes, so edited or erased
 text never outlives its memory here.
 """
 
@@ -25,6 +26,8 @@ class PartitionSnapshot(Base):
     (records and BM25 postings, no vectors), built from rows read at ``built_at``."""
 
     __tablename__ = "recall_snapshots"
+    # Derived data: not written to the WAL, emptied after a crash (migration 0015).
+    __table_args__ = ({"prefixes": ["UNLOGGED"]},)
 
     relationship_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True), ForeignKey("relationships.id", ondelete="CASCADE"), primary_key=True
