@@ -12,10 +12,11 @@ interleaved``, the default), so a relationship's rows are scattered over the tab
 pages as memories written over time are; ``grouped`` stores each relationship's side by
 side, as every run before session 15 did (decision 0022). Postgres's buffer pool is the
 embedded runtime's (a quarter of the memory) unless ``--shared-buffers-mb`` sets it.
-After the load the table and its indexes are read into it (``pg_prewarm``), as a database
-in service holds them: COPY and VACUUM go through small rings of buffers and leave the
-pool without them, and every page a read then touches first is copied in from the OS
-cache (decision 0025; ``--postgres-buffers as-loaded`` measures that state).
+After the load the table and its indexes are read into it (``pg_prewarm``), so that
+cold reads are measured with Postgres's pages in its pool, as in a database in service
+(a page read in from the OS cache costs ~20 µs here, decision 0025); how much of the pool
+holds them is printed after the load, after the prewarm and after the classes
+(``--postgres-buffers as-loaded`` skips the prewarm).
 Contents are synthetic English and Chinese sentences from templates over a shared
 vocabulary (people, places, foods, hobbies, dates); each relationship mostly speaks one
 language, and queries come from the same vocabulary. Tokens are computed with the real
@@ -393,10 +394,9 @@ WHERE c.oid IN (
 
 async def prewarm(database_url: str) -> int:
     """Read the memories table and its indexes into Postgres's buffer pool; returns the
-    blocks read. COPY and VACUUM go through small rings of buffers, so after a bulk load
-    the pool holds little of it: every page a cold read touches first is then read from
-    the operating system's cache, at ~20 µs each on this machine, and a 5,000-memory
-    read touches ~2,000 (see docs/benchmarks.md#recall-buffers)."""
+    blocks read. A page a cold read touches first is otherwise copied from the OS cache,
+    at ~20 µs each on this machine, and a 5,000-memory read touches 2,000-7,000 (see
+    docs/benchmarks.md#recall-buffers)."""
     connection = await asyncpg.connect(database_url)
     try:
         await connection.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
@@ -872,7 +872,7 @@ def main() -> None:
         default="warm",
         help="warm: the memories table and its indexes read into Postgres's buffer pool "
         "after the load (pg_prewarm), as in a database in service; as-loaded: the pool "
-        "as the bulk load leaves it (holding little of the table)",
+        "as the bulk load leaves it",
     )
     parser.add_argument(
         "--layout",

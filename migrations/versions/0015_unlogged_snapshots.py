@@ -2,11 +2,12 @@
 
 A snapshot is derived data (decision 0011): every row can be dropped and the next cold
 read rebuilds it from the memories. Written to the WAL, each store of a 5,000-memory
-snapshot (about 1.5 MB) was WAL too: at 1M memories the bench's cold classes wrote
-~530 MB of it in 2.5 minutes, which forced a checkpoint, and the dead TOAST of replaced
-snapshots was vacuumed with more, while reads were being measured. An unlogged table
-writes none. Postgres empties it after a crash, and a standby has it empty: the reads
-then come from the rows until the snapshots are stored again, as after any eviction.
+snapshot (about 1.5 MB) was WAL too: at 1M memories, 2.5 minutes of the bench's
+measurements wrote ~530 MB of WAL, mostly these stores, which forced a checkpoint, and
+the dead TOAST of replaced snapshots was vacuumed with more, while reads were measured.
+An unlogged table writes none. Postgres empties it after a crash, and a standby has it
+empty: the reads then come from the rows until the snapshots are stored again, as after
+any eviction.
 
 The existing snapshots are dropped rather than rewritten under the table's lock: the
 next fill of each large relationship stores its snapshot again.
