@@ -370,25 +370,12 @@ async def bulk_import(
     return generating, copying
 
 
-# The memories table's partitions and every index on them, read into the pool.
-_PREWARM = """
-SELECT sum(pg_prewarm(relid::regclass)) FROM (
-  SELECT relid FROM pg_partition_tree('memories') WHERE isleaf
-  UNION ALL
-  SELECT indexrelid FROM pg_index
-  WHERE indrelid IN (SELECT relid FROM pg_partition_tree('memories') WHERE isleaf)
-) r
-"""
-# How many of the pool's buffers hold pages of them.
-_HELD = """
-SELECT count(*) FROM pg_buffercache b JOIN pg_class c
-  ON b.relfilenode = pg_relation_filenode(c.oid)
-WHERE c.oid IN (
-  SELECT relid FROM pg_partition_tree('memories') WHERE isleaf
-  UNION ALL
-  SELECT indexrelid FROM pg_index
-  WHERE indrelid IN (SELECT relid FROM pg_partition_tree('memories') WHERE isleaf)
-)
+# The memories table's partitions and every index on them.
+_MEMORY_RELATIONS = """
+SELECT relid FROM pg_partition_tree('memories') WHERE isleaf
+UNION ALL
+SELECT indexrelid FROM pg_index
+WHERE indrelid IN (SELECT relid FROM pg_partition_tree('memories') WHERE isleaf)
 """
 
 
@@ -400,7 +387,10 @@ async def prewarm(database_url: str) -> int:
     connection = await asyncpg.connect(database_url)
     try:
         await connection.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-        blocks = await connection.fetchval(_PREWARM)
+        relations = [row[0] for row in await connection.fetch(_MEMORY_RELATIONS)]
+        blocks = await connection.fetchval(
+            "SELECT sum(pg_prewarm(r)) FROM unnest($1::regclass[]) r", relations
+        )
         return int(blocks or 0)
     finally:
         await connection.close()
@@ -442,7 +432,12 @@ async def pool_in_use(database_url: str) -> str:
         used, total = await connection.fetchrow(
             "SELECT buffers_used, buffers_used + buffers_unused FROM pg_buffercache_summary()"
         )
-        held = await connection.fetchval(_HELD)
+        relations = [row[0] for row in await connection.fetch(_MEMORY_RELATIONS)]
+        held = await connection.fetchval(
+            "SELECT count(*) FROM pg_buffercache WHERE relfilenode = ANY("
+            "SELECT pg_relation_filenode(r) FROM unnest($1::regclass[]) r)",
+            relations,
+        )
         return (
             f"Postgres buffer pool: {used * 8 / 1024:,.0f} of {total * 8 / 1024:,.0f} MB in use,"
             f" {held * 8 / 1024:,.0f} MB of them memories and its indexes"

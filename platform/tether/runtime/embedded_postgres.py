@@ -133,25 +133,23 @@ class EmbeddedPostgres:
                 f"read {self._pgdata / 'log'}; or set TETHER_DATABASE_URL to an external one",
             ) from exc
 
+    def _setting(self, name: str) -> str:
+        """A setting of the running server, as ``pg_settings`` shows it."""
+        query = f"SELECT 'setting=' || setting FROM pg_settings WHERE name = '{name}';"  # noqa: S608 - our names
+        shown = self.psql(query)
+        found = re.search(r"setting=([^\n]*)", shown)
+        if found is None:
+            raise RuntimeError(f"{name} not shown: {shown!r}")
+        return found[1].strip()
+
     def shared_buffers_mb(self) -> int:
         """The running server's buffer pool."""
-        shown = self.psql(
-            "SELECT 'blocks=' || setting FROM pg_settings WHERE name = 'shared_buffers';"
-        )
-        found = re.search(r"blocks=(\d+)", shown)
-        if found is None:
-            raise RuntimeError(f"shared_buffers not shown: {shown!r}")
-        return int(found[1]) * 8 // 1024
+        return int(self._setting("shared_buffers")) * 8 // 1024
 
     def preloaded(self) -> list[str]:
         """The running server's ``shared_preload_libraries``."""
-        shown = self.psql(
-            "SELECT 'preload=' || setting FROM pg_settings WHERE name = 'shared_preload_libraries';"
-        )
-        found = re.search(r"preload=([^\n]*)", shown)
-        if found is None:
-            raise RuntimeError(f"shared_preload_libraries not shown: {shown!r}")
-        return [name.strip() for name in found[1].split(",") if name.strip()]
+        listed = self._setting("shared_preload_libraries").split(",")
+        return [name.strip() for name in listed if name.strip()]
 
     def _configure(self, megabytes: int, *, restart: bool) -> None:
         """Run with a buffer pool of ``megabytes`` and ``PRELOADED`` loaded. Both are set
