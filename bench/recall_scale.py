@@ -44,7 +44,7 @@ Server-Timing): p50/p95/p99 of /search and /v1/context for
   memories added at random places in the partition's time order, one superseded)
   committed straight to Postgres, so no writer rebuilds the snapshot: the background
   fill completes the snapshot with the memories written since it was built (decision
-  0014) and stores it in its place;
+  0014), and stores it in its place once it records enough changes (decision 0027);
 - cold from rows (large only): the snapshot deleted too, as for a partition that never
   had one or after more changes than a snapshot records: the fill reads every row;
 - a cold-large burst: every large relationship invalidated at once, then read back to

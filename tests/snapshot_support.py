@@ -19,8 +19,11 @@ MEMORIES = MIXED_MEMORIES
 
 @pytest.fixture(scope="module")
 def settings(settings: Settings) -> Settings:
-    """Snapshots for partitions of three memories or more (the default is 500)."""
-    recall = settings.recall.model_copy(update={"snapshot_min_memories": 3})
+    """Snapshots for partitions of three memories or more (the default is 500), stored
+    again after every recorded write (the default waits for 64: decision 0027), so that
+    each write's completion is stored and checked."""
+    update = {"snapshot_min_memories": 3, "snapshot_rewrite_changes": 1}
+    recall = settings.recall.model_copy(update=update)
     return settings.model_copy(update={"recall": recall})
 
 

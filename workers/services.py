@@ -55,6 +55,7 @@ def services_for(resources: Resources) -> WorkerServices:
                 0,
                 snapshot_min_memories=settings.recall.snapshot_min_memories,
                 durable_redis=resources.redis,
+                snapshot_rewrite_changes=settings.recall.snapshot_rewrite_changes,
             ),
             chat_provider(settings),
         )

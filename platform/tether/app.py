@@ -63,6 +63,7 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
         resources.bulk_redis,
         recall.local_megabytes * 1024 * 1024,
         durable_redis=resources.redis,
+        snapshot_rewrite_changes=recall.snapshot_rewrite_changes,
     )
     app.state.reinforcement = ReinforcementBuffer(resources.tasks, recall.reinforce_flush_seconds)
     watch(lambda: app.state.partitions.stats.hit_rate, resources.settings.require_broker_url())

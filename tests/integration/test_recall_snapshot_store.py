@@ -142,6 +142,55 @@ async def test_a_worker_rebuilds_a_dropped_snapshot_of_a_large_partition_only(
     assert await snapshots(resources, rid) == 0
 
 
+async def test_a_snapshot_is_stored_again_only_once_writes_recorded_enough_changes(
+    settings: Settings, client, make_tenant, resources
+) -> None:
+    """Below ``snapshot_rewrite_changes`` a fill completes the snapshot anew rather than
+    rewrite the whole body for a few changes (decision 0027)."""
+    store = PartitionStore(
+        resources.redis,
+        rank_weights(settings),
+        60,
+        0,
+        snapshot_min_memories=3,
+        snapshot_rewrite_changes=2,
+    )
+    reader = ColdReader(rank_weights(settings), None, 3, rewrite_after_changes=2)
+    tenant = await make_tenant()
+    headers = await tenant.key("gateway")
+    rid, ids = await large(client, headers, "snap-rewrite-after")
+    await wait_for_snapshot(resources, rid)
+    scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
+    async with resources.sessions() as session, session.begin():
+        await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})
+    assert not await store.refresh_snapshot(resources.sessions, scope)  # one change
+    async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
+        completed = await reader.read(session, scope, _no_vector(), "v")
+    assert completed.source == "snapshot"
+    assert completed.merged_from is None  # what the fill builds, and keeps only in Redis
+    assert MEMORIES[0] not in [r.content for r in completed.records]
+    assert not await reader.store_snapshot(resources.sessions, scope, completed)
+    assert await changed(resources, rid) == [ids[0]]
+    async with resources.sessions() as session, session.begin():
+        await session.execute(text(CHANGES["private"]), {"id": ids[1]})
+    async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
+        assert (await reader.read(session, scope, _no_vector(), "v")).merged_from is not None
+    assert await store.refresh_snapshot(resources.sessions, scope)  # two: stored again
+    assert await changed(resources, rid) == []
+    async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
+        again = await reader.read(session, scope, _no_vector(), "v")
+    assert MEMORIES[0] not in [r.content for r in again.records]
+    assert next(r for r in again.records if str(r.id) == ids[1]).private_to_creator
+
+
+@pytest.mark.parametrize("changes", [0, 257])
+def test_a_rewrite_threshold_outside_what_a_snapshot_records_is_refused(
+    settings: Settings, changes: int
+) -> None:
+    with pytest.raises(ValueError, match="rewrite_after_changes"):
+        ColdReader(rank_weights(settings), None, 3, rewrite_after_changes=changes)
+
+
 async def _held_in_snapshots(resources: Resources, rid: str, words: str) -> int:
     """The relationship's snapshots whose bytes hold ``words`` (texts are UTF-8 inside
     msgpack)."""

@@ -316,11 +316,13 @@ async def _both_ways(
     initial=[(SENTENCES[0], None, 0, False), (SENTENCES[1], None, 1, False)],
     sibling=[],
     steps=[("edit", 0, SENTENCES[0], None), ("retokenize", 1, SENTENCES[1], None)],
+    rewrite=1,
 )
 @given(
     initial=st.lists(memories, min_size=2, max_size=12),
     sibling=st.lists(memories, min_size=0, max_size=3),
     steps=st.lists(writes, min_size=1, max_size=10),
+    rewrite=st.integers(1, 4),
 )
 async def test_a_snapshot_completed_with_its_changes_equals_the_rows(
     settings: Settings,
@@ -330,6 +332,7 @@ async def test_a_snapshot_completed_with_its_changes_equals_the_rows(
     initial: list[tuple[str, str | None, int, bool]],
     sibling: list[tuple[str, str | None, int, bool]],
     steps: list[tuple[str, int, str, str | None]],
+    rewrite: int,
 ) -> None:
     partition = await _new_partition(client, make_tenant)
     async with resources.sessions() as session, session.begin():
@@ -341,7 +344,7 @@ async def test_a_snapshot_completed_with_its_changes_equals_the_rows(
             partition.sibling_ids.append(
                 await _insert(session, partition.sibling, sentence, group, minutes)
             )
-    reader = ColdReader(rank_weights(settings), None, 1)
+    reader = ColdReader(rank_weights(settings), None, 1, rewrite_after_changes=rewrite)
     if not await _store_from_rows(reader, resources, partition.scope):
         assert all(expired for *_, expired in initial)  # nothing active to snapshot
         return
@@ -356,6 +359,8 @@ async def test_a_snapshot_completed_with_its_changes_equals_the_rows(
         assert served.source == ("cold" if dropped else "snapshot"), (kind, state)
         if kind in DROPPED and partition.ids:
             assert state is None, kind
+        if state:  # completed with what writes recorded: worth storing from `rewrite` on
+            assert (served.merged_from is not None) == (len(state) >= rewrite), state
         if served.merged_from is not None and served.records and n % 2:
             # Stored in its place, as the fill after a cold read does: still the rows.
             assert await reader.store_snapshot(resources.sessions, partition.scope, served)

@@ -195,14 +195,22 @@ class ColdReader:
         weights: RankWeights,
         embedding_model: str | None,
         snapshot_min_memories: int | None,
+        *,
+        rewrite_after_changes: int = 1,
     ) -> None:
         """``snapshot_min_memories``: partitions at least this large get a snapshot
-        (None: snapshots are read but never stored, as in the CLI)."""
+        (None: snapshots are read but never stored, as in the CLI).
+        ``rewrite_after_changes``: a snapshot is stored again, completed with the
+        changes writes recorded in it, once it records this many (decision 0027);
+        until then each fill completes it anew."""
+        if not 1 <= rewrite_after_changes <= MAX_CHANGES:
+            raise ValueError(f"rewrite_after_changes must be within 1..{MAX_CHANGES}")
         self._weights = weights
         # Vectors of another model (before `tether reindex` ran) are not comparable
         # with query vectors: those memories rank lexically until reindexed.
         self._model = embedding_model
         self._snapshot_min = snapshot_min_memories
+        self._rewrite_after = rewrite_after_changes
         self._params = Bm25Params(k1=weights.bm25_k1, b=weights.bm25_b)
         self._query_read = QueryRead(self._params, weights.neighbour_window)
         self.snapshot_layout: Final = (
@@ -305,12 +313,13 @@ class ColdReader:
     ) -> LoadedPartition | None:
         """The partition to store as the relationship's snapshot, if it needs one: read
         from rows if it is large enough and has none, or its snapshot completed with the
-        changes recorded since it was built; otherwise None."""
+        changes recorded since it was built once they are ``rewrite_after_changes``;
+        otherwise None."""
         if self._snapshot_min is None:
             return None
         read = _Read.of(await session.connection(), scope, datetime.now(UTC))
         changes = await read.scalar(self._snapshot_of(func.cardinality(PartitionSnapshot.changed)))
-        if changes == 0:
+        if changes is not None and changes < self._rewrite_after:
             return None
         if changes is not None:  # no distances needed: only the index is stored
             return await self.read_whole(session, scope, "")
@@ -350,8 +359,10 @@ class ColdReader:
             statistics=wire.statistics_of(rows),
             changes=changes,
         )
-        # Completed with changes: worth storing in the snapshot's place (store_snapshot).
-        if changes is None or wrote:
+        # Completed with changes: stored in the snapshot's place (store_snapshot) once
+        # they are enough to be worth a rewrite, or when the rows moved without a
+        # recorded write (expiry), which no later write would record.
+        if changes is None or wrote or 0 < len(snapshot.changed) < self._rewrite_after:
             return partition
         return replace(partition, merged_from=snapshot.version)
 

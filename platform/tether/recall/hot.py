@@ -131,16 +131,24 @@ class PartitionStore:
         bulk_redis: Redis | None = None,
         local_bytes: int = 0,
         durable_redis: Redis | None = None,
+        snapshot_rewrite_changes: int = 1,
     ) -> None:
         """``sessions``: where background fills after a cold read, and snapshot
         rebuilds after a write, get their own session; without it (workers, the CLI)
         nothing happens in the background (workers call :meth:`refresh_snapshot`).
-        ``snapshot_min_memories``: the smallest partition that gets a snapshot.
+        ``snapshot_min_memories``: the smallest partition that gets a snapshot;
+        ``snapshot_rewrite_changes``: how many recorded changes make one worth storing
+        again (ColdReader).
         ``bulk_redis``: the client for partition blobs (megabytes; a longer timeout).
         ``local_capacity``, ``local_bytes``: the bounds of this process's copies.
         ``durable_redis``: where a failed invalidation is recorded for the periodic
         retry (invalidations.py); None: not recorded."""
-        self._cold = ColdReader(weights, embedding_model, snapshot_min_memories)
+        self._cold = ColdReader(
+            weights,
+            embedding_model,
+            snapshot_min_memories,
+            rewrite_after_changes=snapshot_rewrite_changes,
+        )
         self._redis = redis
         self._bulk = bulk_redis or redis
         self._weights = weights
