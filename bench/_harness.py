@@ -10,7 +10,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -115,6 +117,40 @@ def api_server(
     finally:
         server.terminate()
         server.wait(30)
+
+
+class StolenTime:
+    """Samples the CPU time the hypervisor gave other guests (``steal`` in /proc/stat)
+    every 50 ms in a thread, so a run can say whether a slow answer came while this
+    virtual machine was not running. Zero where the kernel does not report it."""
+
+    def __init__(self, every_seconds: float = 0.05) -> None:
+        self._samples: list[tuple[float, int]] = []  # (time.time(), steal ticks)
+        self._tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+        self._every = every_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self._every):
+            with open("/proc/stat") as stat:
+                fields = stat.readline().split()
+            steal = int(fields[8]) if len(fields) > 8 else 0
+            self._samples.append((time.time(), steal))
+
+    def ms(self, since: float, until: float) -> float:
+        """CPU milliseconds stolen (summed over CPUs) between two ``time.time()``s."""
+        times = [t for t, _ in self._samples]
+        first, last = bisect_left(times, since), bisect_left(times, until)
+        if not self._samples or first >= len(times):
+            return 0.0
+        last = min(last, len(times) - 1)
+        return (self._samples[last][1] - self._samples[first][1]) * self._tick_ms
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 @dataclass

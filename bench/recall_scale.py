@@ -81,7 +81,7 @@ import httpx
 import numpy as np
 import numpy.typing as npt
 import redis
-from _harness import Run, api_server, hot_redis_url, load, post, seed, services
+from _harness import Run, StolenTime, api_server, hot_redis_url, load, post, seed, services
 from pgvector.asyncpg import register_vector
 from sqlalchemy import text
 
@@ -551,13 +551,14 @@ class Seen:
     run: Run = field(default_factory=Run)
     tiers: Counter[str] = field(default_factory=Counter)
     degraded: Counter[str] = field(default_factory=Counter)
-    slow: list[tuple[float, str]] = field(default_factory=list)  # (ms, when and timings_ms)
+    slow: list[tuple[float, float, str]] = field(default_factory=list)  # ms, time(), timings
     started: str = ""  # UTC, HH:MM:SS
+    began: float = field(default_factory=time.time)
+    ended: float = 0.0
 
     def note(self, body: bytes, latency_ms: float = 0.0) -> None:
         if latency_ms > SLOW_MS and (timings := _TIMINGS.search(body)):
-            at = datetime.now(UTC).strftime("%H:%M:%S")
-            self.slow.append((latency_ms, f"at {at} {timings.group(1).decode()}"))
+            self.slow.append((latency_ms, time.time(), timings.group(1).decode()))
         if tier := _TIER.search(body):
             self.tiers[tier.group(1).decode()] += 1
         if (reasons := _DEGRADED.search(body)) and reasons.group(1):
@@ -572,17 +573,32 @@ class Seen:
         self.degraded += other.degraded
         self.slow += other.slow
         self.started = self.started or other.started
+        self.began = min(self.began, other.began)
+        self.ended = max(self.ended, other.ended)
 
     def summary(self, name: str) -> str:
         tiers = dict(self.tiers) or "n/a (context answers carry none)"
         slowest = "".join(
-            f"\n    slower than {SLOW_MS:.0f} ms: {ms:.1f} {timings}"
-            for ms, timings in sorted(self.slow, reverse=True)[:3]
+            f"\n    slower than {SLOW_MS:.0f} ms: {ms:.1f} at "
+            f"{datetime.fromtimestamp(at, UTC):%H:%M:%S}, {_stolen(at - 1, at)} {timings}"
+            for ms, at, timings in sorted(self.slow, reverse=True)[:3]
         )
         return (
             f"{self.run.summary(name)}\n    {f'from {self.started} ' if self.started else ''}"
-            f"tiers={tiers} degraded={dict(self.degraded)}{slowest}"
+            f"tiers={tiers} degraded={dict(self.degraded)}; "
+            f"{_stolen(self.began, self.ended or time.time())}{slowest}"
         )
+
+
+# Samples the CPU time the hypervisor took from this machine (main() starts it).
+STOLEN: StolenTime | None = None
+
+
+def _stolen(since: float, until: float) -> str:
+    """CPU time stolen from this machine (by its hypervisor) between two time()s."""
+    if STOLEN is None:
+        return "stolen CPU not sampled"
+    return f"stolen CPU {STOLEN.ms(since, until):.0f} ms in {until - since:.1f} s"
 
 
 async def _client(port: int, next_request: Callable[[], tuple[bytes, Seen] | None]) -> None:
@@ -632,6 +648,7 @@ def load_seen(
     started = time.perf_counter()
     asyncio.run(main())
     seen.run.seconds = time.perf_counter() - started
+    seen.ended = time.time()
     return seen
 
 
@@ -890,7 +907,10 @@ def main() -> None:
         + f" ({args.postgres_buffers}); rows {args.layout}"
         + f"; process copies up to {args.local_megabytes} MB"
     )
+    global STOLEN
+    STOLEN = StolenTime()
     results = {n: run_scale(n, args, pools) for n in scales}
+    STOLEN.stop()
     base = scales[0]
     print(f"\n## p95 end to end (ms) and ratio to N={base:,}")
     for name in results[base]:
