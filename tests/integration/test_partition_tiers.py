@@ -55,6 +55,8 @@ async def test_a_process_without_a_copy_fetches_the_redis_copy_only_if_it_exists
 
     first = await _search(client, headers, rid)
     assert first["tier"] == "cold"
+    # A cold read sends the query's vector to Postgres: embedded before it was loaded.
+    assert first["timings_ms"]["embed"] < first["timings_ms"]["load"]
     await wait_for_hot_copy(resources.hot_redis, rid)
     assert (await _search(client, headers, rid))["tier"] == "local"
 

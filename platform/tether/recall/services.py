@@ -123,7 +123,15 @@ class Recall:
         include_private: bool = False,
     ) -> Recalled:
         started = time.perf_counter()
-        embedding = asyncio.ensure_future(self._embed(query))
+        embedded_at: list[float] = []
+
+        async def embed() -> npt.NDArray[np.float32] | None:
+            try:
+                return await self._embed(query)
+            finally:  # when it finished, not when recall got to it (after a cold read)
+                embedded_at.append(_ms(started))
+
+        embedding = asyncio.ensure_future(embed())
         tokens = tokenize(query)
         try:
             partition, redis_down = await self._store.load(self._session, scope, embedding, tokens)
@@ -132,7 +140,7 @@ class Recall:
             raise
         loaded = _ms(started)
         vector = await embedding
-        embedded = _ms(started)
+        embedded = embedded_at[0]
         result = Recalled([], tier=partition.source)
         if redis_down:
             result.degraded.append("redis")
