@@ -81,7 +81,17 @@ import httpx
 import numpy as np
 import numpy.typing as npt
 import redis
-from _harness import Run, StolenTime, api_server, hot_redis_url, load, post, seed, services
+from _harness import (
+    MachineSpeed,
+    Run,
+    StolenTime,
+    api_server,
+    hot_redis_url,
+    load,
+    post,
+    seed,
+    services,
+)
 from pgvector.asyncpg import register_vector
 from sqlalchemy import text
 
@@ -590,15 +600,19 @@ class Seen:
         )
 
 
-# Samples the CPU time the hypervisor took from this machine (main() starts it).
+# The CPU time the hypervisor took from this machine, and how fast it ran a fixed piece
+# of work, sampled during the run (main() starts both).
 STOLEN: StolenTime | None = None
+SPEED: MachineSpeed | None = None
 
 
 def _stolen(since: float, until: float) -> str:
-    """CPU time stolen from this machine (by its hypervisor) between two time()s."""
-    if STOLEN is None:
-        return "stolen CPU not sampled"
-    return f"stolen CPU {STOLEN.ms(since, until):.0f} ms in {until - since:.1f} s"
+    """CPU time stolen from this machine (by its hypervisor) between two time()s, and
+    how fast the machine was meanwhile."""
+    if STOLEN is None or SPEED is None:
+        return "machine not sampled"
+    stolen = f"stolen CPU {STOLEN.ms(since, until):.0f} ms in {until - since:.1f} s"
+    return f"{stolen}, {SPEED.slowdown(since, until)}"
 
 
 async def _client(port: int, next_request: Callable[[], tuple[bytes, Seen] | None]) -> None:
@@ -907,10 +921,13 @@ def main() -> None:
         + f" ({args.postgres_buffers}); rows {args.layout}"
         + f"; process copies up to {args.local_megabytes} MB"
     )
-    global STOLEN
-    STOLEN = StolenTime()
-    results = {n: run_scale(n, args, pools) for n in scales}
-    STOLEN.stop()
+    global STOLEN, SPEED
+    STOLEN, SPEED = StolenTime(), MachineSpeed()
+    try:
+        results = {n: run_scale(n, args, pools) for n in scales}
+    finally:
+        STOLEN.stop()
+        SPEED.stop()
     base = scales[0]
     print(f"\n## p95 end to end (ms) and ratio to N={base:,}")
     for name in results[base]:
