@@ -119,13 +119,26 @@ def api_server(
         server.wait(30)
 
 
-class StolenTime:
-    """Samples the CPU time the hypervisor gave other guests (``steal`` in /proc/stat)
-    every 50 ms in a thread, so a run can say whether a slow answer came while this
-    virtual machine was not running. Zero where the kernel does not report it."""
+def _pressure_waits(resource: str) -> float:
+    """Microseconds some task waited for ``resource`` ("cpu", "io") since boot, from the
+    kernel's pressure stall information; 0 where it is not there."""
+    try:
+        with open(f"/proc/pressure/{resource}") as pressure:
+            some = pressure.readline()
+    except OSError:
+        return 0.0
+    return float(some.rsplit("total=", 1)[1]) if "total=" in some else 0.0
+
+
+class MachineWaits:
+    """Samples, every 50 ms in a thread, the CPU time the hypervisor gave other guests
+    (``steal`` in /proc/stat) and how long tasks here waited for a CPU or for I/O
+    (/proc/pressure), so a run can say what the machine was doing around a slow answer.
+    A figure the kernel does not report stays 0."""
 
     def __init__(self, every_seconds: float = 0.05) -> None:
-        self._samples: list[tuple[float, int]] = []  # (time.time(), steal ticks)
+        # (time.time(), stolen ms, CPU waits ms, I/O waits ms), each since boot
+        self._samples: list[tuple[float, float, float, float]] = []
         self._tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
         self._every = every_seconds
         self._stop = threading.Event()
@@ -136,17 +149,23 @@ class StolenTime:
         while not self._stop.wait(self._every):
             with open("/proc/stat") as stat:
                 fields = stat.readline().split()
-            steal = int(fields[8]) if len(fields) > 8 else 0
-            self._samples.append((time.time(), steal))
+            stolen = int(fields[8]) * self._tick_ms if len(fields) > 8 else 0.0
+            cpu, io = _pressure_waits("cpu") / 1000, _pressure_waits("io") / 1000
+            self._samples.append((time.time(), stolen, cpu, io))
 
-    def ms(self, since: float, until: float) -> float:
-        """CPU milliseconds stolen (summed over CPUs) between two ``time.time()``s."""
-        times = [t for t, _ in self._samples]
-        first, last = bisect_left(times, since), bisect_left(times, until)
-        if not self._samples or first >= len(times):
-            return 0.0
-        last = min(last, len(times) - 1)
-        return (self._samples[last][1] - self._samples[first][1]) * self._tick_ms
+    def during(self, since: float, until: float) -> str:
+        """What the machine waited for between two ``time.time()``s (stolen CPU summed
+        over CPUs; waits: wall time during which at least one task waited)."""
+        samples = list(self._samples)
+        times = [sample[0] for sample in samples]
+        first, last = bisect_left(times, since), min(bisect_left(times, until), len(times) - 1)
+        if first >= last:
+            return "machine not sampled"
+        stolen, cpu, io = (samples[last][i] - samples[first][i] for i in (1, 2, 3))
+        return (
+            f"in {until - since:.1f} s: stolen CPU {stolen:.0f} ms, waits for CPU "
+            f"{cpu:.0f} ms, for I/O {io:.0f} ms"
+        )
 
     def stop(self) -> None:
         self._stop.set()

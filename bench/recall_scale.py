@@ -83,8 +83,8 @@ import numpy.typing as npt
 import redis
 from _harness import (
     MachineSpeed,
+    MachineWaits,
     Run,
-    StolenTime,
     api_server,
     hot_redis_url,
     load,
@@ -590,29 +590,27 @@ class Seen:
         tiers = dict(self.tiers) or "n/a (context answers carry none)"
         slowest = "".join(
             f"\n    slower than {SLOW_MS:.0f} ms: {ms:.1f} at "
-            f"{datetime.fromtimestamp(at, UTC):%H:%M:%S}, {_stolen(at - 1, at)} {timings}"
+            f"{datetime.fromtimestamp(at, UTC):%H:%M:%S}, {_machine(at - 1, at)} {timings}"
             for ms, at, timings in sorted(self.slow, reverse=True)[:3]
         )
         return (
             f"{self.run.summary(name)}\n    {f'from {self.started} ' if self.started else ''}"
             f"tiers={tiers} degraded={dict(self.degraded)}; "
-            f"{_stolen(self.began, self.ended or time.time())}{slowest}"
+            f"{_machine(self.began, self.ended or time.time())}{slowest}"
         )
 
 
-# The CPU time the hypervisor took from this machine, and how fast it ran a fixed piece
-# of work, sampled during the run (main() starts both).
-STOLEN: StolenTime | None = None
+# What the machine waited for, and how fast it ran a fixed piece of work, sampled
+# during the run (main() starts both).
+WAITS: MachineWaits | None = None
 SPEED: MachineSpeed | None = None
 
 
-def _stolen(since: float, until: float) -> str:
-    """CPU time stolen from this machine (by its hypervisor) between two time()s, and
-    how fast the machine was meanwhile."""
-    if STOLEN is None or SPEED is None:
+def _machine(since: float, until: float) -> str:
+    """What the machine did between two time()s: see MachineWaits and MachineSpeed."""
+    if WAITS is None or SPEED is None:
         return "machine not sampled"
-    stolen = f"stolen CPU {STOLEN.ms(since, until):.0f} ms in {until - since:.1f} s"
-    return f"{stolen}, {SPEED.slowdown(since, until)}"
+    return f"{WAITS.during(since, until)}; {SPEED.slowdown(since, until)}"
 
 
 async def _client(port: int, next_request: Callable[[], tuple[bytes, Seen] | None]) -> None:
@@ -921,12 +919,12 @@ def main() -> None:
         + f" ({args.postgres_buffers}); rows {args.layout}"
         + f"; process copies up to {args.local_megabytes} MB"
     )
-    global STOLEN, SPEED
-    STOLEN, SPEED = StolenTime(), MachineSpeed()
+    global WAITS, SPEED
+    WAITS, SPEED = MachineWaits(), MachineSpeed()
     try:
         results = {n: run_scale(n, args, pools) for n in scales}
     finally:
-        STOLEN.stop()
+        WAITS.stop()
         SPEED.stop()
     base = scales[0]
     print(f"\n## p95 end to end (ms) and ratio to N={base:,}")
