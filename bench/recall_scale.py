@@ -448,9 +448,12 @@ async def pool_in_use(database_url: str) -> str:
             "SELECT pg_relation_filenode(r) FROM unnest($1::regclass[]) r)",
             relations,
         )
+        # Whether the pool is on huge pages (docs/scaling.md): 4 kB pages make a read
+        # over a large pool walk page tables, slowly so on a virtual machine.
+        huge = await connection.fetchval("SHOW huge_pages_status")
         return (
             f"Postgres buffer pool: {used * 8 / 1024:,.0f} of {total * 8 / 1024:,.0f} MB in use,"
-            f" {held * 8 / 1024:,.0f} MB of them memories and its indexes"
+            f" {held * 8 / 1024:,.0f} MB of them memories and its indexes; huge pages {huge}"
         )
     finally:
         await connection.close()
