@@ -130,15 +130,46 @@ def _pressure_waits(resource: str) -> float:
     return float(some.rsplit("total=", 1)[1]) if "total=" in some else 0.0
 
 
+# Kernel threads that reclaim memory (kswapd, DAMON's kdamond): their CPU time is
+# taken from the two CPUs the run has, and their work unmaps pages others then fault in.
+_RECLAIMERS = ("kswapd", "kdamond")
+
+
+def _reclaimer_ids() -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm") as comm:
+                if comm.read().startswith(_RECLAIMERS):
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def _ran_ms(pids: list[str]) -> float:
+    """CPU milliseconds ``pids`` have run since they started (schedstat)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/schedstat") as schedstat:
+                total += int(schedstat.read().split()[0])
+        except OSError:
+            continue
+    return total / 1e6
+
+
 class MachineWaits:
     """Samples, every 50 ms in a thread, the CPU time the hypervisor gave other guests
-    (``steal`` in /proc/stat) and how long tasks here waited for a CPU or for I/O
-    (/proc/pressure), so a run can say what the machine was doing around a slow answer.
-    A figure the kernel does not report stays 0."""
+    (``steal`` in /proc/stat), how long tasks here waited for a CPU or for I/O
+    (/proc/pressure), and the CPU time of the kernel's memory reclaimers, so a run can
+    say what the machine was doing around a slow answer. A figure the kernel does not
+    report stays 0."""
 
     def __init__(self, every_seconds: float = 0.05) -> None:
-        # (time.time(), stolen ms, CPU waits ms, I/O waits ms), each since boot
-        self._samples: list[tuple[float, float, float, float]] = []
+        # (time.time(), stolen, CPU waits, I/O waits, reclaimers' CPU), ms since boot
+        self._samples: list[tuple[float, float, float, float, float]] = []
+        self._reclaimers = _reclaimer_ids()
         self._tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
         self._every = every_seconds
         self._stop = threading.Event()
@@ -151,7 +182,8 @@ class MachineWaits:
                 fields = stat.readline().split()
             stolen = int(fields[8]) * self._tick_ms if len(fields) > 8 else 0.0
             cpu, io = _pressure_waits("cpu") / 1000, _pressure_waits("io") / 1000
-            self._samples.append((time.time(), stolen, cpu, io))
+            reclaim = _ran_ms(self._reclaimers)
+            self._samples.append((time.time(), stolen, cpu, io, reclaim))
 
     def during(self, since: float, until: float) -> str:
         """What the machine waited for between two ``time.time()``s (stolen CPU summed
@@ -161,10 +193,10 @@ class MachineWaits:
         first, last = bisect_left(times, since), min(bisect_left(times, until), len(times) - 1)
         if first >= last:
             return "machine not sampled"
-        stolen, cpu, io = (samples[last][i] - samples[first][i] for i in (1, 2, 3))
+        stolen, cpu, io, reclaim = (samples[last][i] - samples[first][i] for i in (1, 2, 3, 4))
         return (
             f"in {until - since:.1f} s: stolen CPU {stolen:.0f} ms, waits for CPU "
-            f"{cpu:.0f} ms, for I/O {io:.0f} ms"
+            f"{cpu:.0f} ms, for I/O {io:.0f} ms, reclaim {reclaim:.0f} ms"
         )
 
     def stop(self) -> None:
