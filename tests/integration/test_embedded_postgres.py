@@ -67,6 +67,31 @@ def test_a_server_it_starts_runs_with_the_pool_asked_for(data_dir: Path) -> None
         server.stop()
 
 
+def test_a_server_says_whether_its_pool_is_on_huge_pages_and_how_many_it_would_take(
+    data_dir: Path,
+) -> None:
+    server = _started(data_dir, 64)
+    try:
+        assert server.huge_pages() in {"on", "off"}
+        # 64 MB and Postgres's other shared memory, in 2 MB pages.
+        assert 32 < server.huge_pages_needed() < 64
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize(
+    ("pool_mb", "status", "hinted"),
+    [(6026, "off", True), (1024, "off", True), (1023, "off", False), (6026, "on", False)],
+)
+def test_a_large_pool_on_small_pages_earns_a_hint_to_reserve_huge_pages(
+    pool_mb: int, status: str, hinted: bool
+) -> None:
+    hint = embedded_postgres.huge_pages_hint(pool_mb, status, 3105)
+    assert (hint is not None) == hinted
+    if hint is not None:
+        assert "vm.nr_hugepages=3105" in hint
+
+
 def _table_pages_in_pool(server: EmbeddedPostgres) -> int:
     shown = server.psql(
         "SELECT 'pages=' || count(*) FROM pg_buffercache"
