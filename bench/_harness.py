@@ -247,10 +247,13 @@ class MachineSpeed:
         return f"fixed work x{middle / usual:.1f} (slowest x{inside[-1] / usual:.1f})"
 
     def stop(self) -> None:
-        if self._process.stdin is not None:
-            self._process.stdin.close()
-        self._process.wait(timeout=5)
-        os.unlink(self._path)
+        try:
+            if self._process.stdin is not None:
+                self._process.stdin.close()
+            self._process.wait(timeout=5)
+        finally:
+            self._process.kill()  # a no-op once it exited
+            os.unlink(self._path)
 
 
 @dataclass

@@ -709,6 +709,8 @@ class Bench:
         )
         first.run.seconds = sum(first.run.latencies_ms) / 1000  # back to back, at c=1
         measured.run.seconds -= first.run.seconds
+        first.began, first.ended = measured.began, measured.began + first.run.seconds
+        measured.began = first.ended
         return measured, first
 
     def cold(self, endpoint: str, indexes: list[int], count: int, before: str = "") -> Seen:

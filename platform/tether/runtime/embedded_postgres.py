@@ -35,8 +35,9 @@ HUGE_PAGES_WORTH_MB = 1024
 
 def huge_pages_hint(pool_mb: int, status: str, pages_needed: int) -> str | None:
     """What to tell an operator whose server runs a ``pool_mb`` pool with huge pages
-    ``status`` ("on", "off") and would need ``pages_needed`` of them; None: nothing."""
-    if status != "off" or pool_mb < HUGE_PAGES_WORTH_MB:
+    ``status`` ("on", "off") and would need ``pages_needed`` of them (-1 where the
+    system has no huge pages); None: nothing."""
+    if status != "off" or pool_mb < HUGE_PAGES_WORTH_MB or pages_needed <= 0:
         return None
     return (
         f"the embedded PostgreSQL's {pool_mb} MB buffer pool is on 4 kB pages: reserving "
@@ -106,11 +107,7 @@ class EmbeddedPostgres:
         self._start_server()
         if megabytes is not None:
             self._configure(megabytes, restart=not joined)
-            hint = huge_pages_hint(
-                self.shared_buffers_mb(), self.huge_pages(), self.huge_pages_needed()
-            )
-            if hint is not None:
-                log.info(hint)
+            self._hint_huge_pages()
         self.ensure_database(self._database)
         return self.url(self._database)
 
@@ -165,6 +162,18 @@ class EmbeddedPostgres:
     def shared_buffers_mb(self) -> int:
         """The running server's buffer pool."""
         return int(self._setting("shared_buffers")) * 8 // 1024
+
+    def _hint_huge_pages(self) -> None:
+        """Log how to put a large pool on huge pages, if it is not (advice only: a
+        failure to read the settings must not stop the start)."""
+        try:
+            pool, status = self.shared_buffers_mb(), self.huge_pages()
+            hint = huge_pages_hint(pool, status, self.huge_pages_needed())
+        except (RuntimeError, ValueError) as exc:
+            log.debug("huge pages not checked: %s", exc)
+            return
+        if hint is not None:
+            log.info(hint)
 
     def huge_pages(self) -> str:
         """Whether the running server's shared memory is on huge pages ("on", "off")."""
