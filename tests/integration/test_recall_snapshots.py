@@ -234,8 +234,10 @@ async def test_recall_statistics_keep_the_snapshot_and_are_read_from_the_rows(
 
 @pytest.fixture(scope="module")
 def worker(settings):  # type: ignore[no-untyped-def]
-    """A real worker that snapshots partitions of three memories or more, as the API does."""
-    process = start_worker(settings, {"TETHER_RECALL__SNAPSHOT_MIN_MEMORIES": "3"})
+    """A real worker that snapshots partitions of three memories or more and stores them
+    again after every recorded change, as the API does here (tests/snapshot_support.py)."""
+    recall = {"SNAPSHOT_MIN_MEMORIES": "3", "SNAPSHOT_REWRITE_CHANGES": "1"}
+    process = start_worker(settings, {f"TETHER_RECALL__{k}": v for k, v in recall.items()})
     yield process
     stop_worker(process)
 
