@@ -565,8 +565,7 @@ class Seen:
     tiers: Counter[str] = field(default_factory=Counter)
     degraded: Counter[str] = field(default_factory=Counter)
     slow: list[tuple[float, float, str]] = field(default_factory=list)  # ms, time(), timings
-    started: str = ""  # UTC, HH:MM:SS
-    began: float = field(default_factory=time.time)
+    began: float = field(default_factory=time.time)  # time(), printed as the class start
     ended: float = 0.0
 
     def note(self, body: bytes, latency_ms: float = 0.0) -> None:
@@ -585,7 +584,6 @@ class Seen:
         self.tiers += other.tiers
         self.degraded += other.degraded
         self.slow += other.slow
-        self.started = self.started or other.started
         self.began = min(self.began, other.began)
         self.ended = max(self.ended, other.ended)
 
@@ -596,8 +594,9 @@ class Seen:
             f"{datetime.fromtimestamp(at, UTC):%H:%M:%S}, {_machine(at - 1, at)} {timings}"
             for ms, at, timings in sorted(self.slow, reverse=True)[:3]
         )
+        began = datetime.fromtimestamp(self.began, UTC)
         return (
-            f"{self.run.summary(name)}\n    {f'from {self.started} ' if self.started else ''}"
+            f"{self.run.summary(name)}\n    from {began:%H:%M:%S} "
             f"tiers={tiers} degraded={dict(self.degraded)}; "
             f"{_machine(self.began, self.ended or time.time())}{slowest}"
         )
@@ -646,7 +645,7 @@ def load_seen(
 ) -> Seen:
     """Like the harness's load(): each request once, or cycled for ``seconds`` when > 0.
     ``first``: how many of the first requests to record apart, and where."""
-    seen, index = Seen(started=datetime.now(UTC).strftime("%H:%M:%S")), 0
+    seen, index = Seen(), 0
     deadline = time.monotonic() + seconds
 
     def next_request() -> tuple[bytes, Seen] | None:

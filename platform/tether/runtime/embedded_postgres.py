@@ -46,6 +46,16 @@ def huge_pages_hint(pool_mb: int, status: str, pages_needed: int) -> str | None:
     )
 
 
+def _megabytes(shared_buffers: str) -> int:
+    """``shared_buffers`` as ``pg_settings`` shows it (8 kB blocks), in megabytes."""
+    return int(shared_buffers) * 8 // 1024
+
+
+def _libraries(listed: str) -> list[str]:
+    """``shared_preload_libraries`` as ``pg_settings`` shows it, as names."""
+    return [name.strip() for name in listed.split(",") if name.strip()]
+
+
 def _memory_bytes() -> int | None:
     """The memory this process may use: the machine's, or its cgroup's limit if lower."""
     try:
@@ -150,25 +160,38 @@ class EmbeddedPostgres:
                 f"read {self._pgdata / 'log'}; or set TETHER_DATABASE_URL to an external one",
             ) from exc
 
-    def _setting(self, name: str) -> str:
-        """A setting of the running server, as ``pg_settings`` shows it."""
-        query = f"SELECT 'setting=' || setting FROM pg_settings WHERE name = '{name}';"  # noqa: S608 - our names
+    def _settings(self, *names: str) -> dict[str, str]:
+        """Settings of the running server, as ``pg_settings`` shows them, in one psql
+        run (each is a process start)."""
+        listed = ", ".join(f"'{name}'" for name in names)
+        shown_as = "'setting:' || name || '=' || setting"
+        query = f"SELECT {shown_as} FROM pg_settings WHERE name IN ({listed});"  # noqa: S608 - our names
         shown = self.psql(query)
-        found = re.search(r"setting=([^\n]*)", shown)
-        if found is None:
-            raise RuntimeError(f"{name} not shown: {shown!r}")
-        return found[1].strip()
+        found = {m[1]: m[2].strip() for m in re.finditer(r"setting:(\w+)=([^\n]*)", shown)}
+        missing = [name for name in names if name not in found]
+        if missing:
+            raise RuntimeError(f"{', '.join(missing)} not shown: {shown!r}")
+        return found
+
+    def _setting(self, name: str) -> str:
+        return self._settings(name)[name]
 
     def shared_buffers_mb(self) -> int:
         """The running server's buffer pool."""
-        return int(self._setting("shared_buffers")) * 8 // 1024
+        return _megabytes(self._setting("shared_buffers"))
 
     def _hint_huge_pages(self) -> None:
         """Log how to put a large pool on huge pages, if it is not (advice only: a
         failure to read the settings must not stop the start)."""
         try:
-            pool, status = self.shared_buffers_mb(), self.huge_pages()
-            hint = huge_pages_hint(pool, status, self.huge_pages_needed())
+            shown = self._settings(
+                "shared_buffers", "huge_pages_status", "shared_memory_size_in_huge_pages"
+            )
+            hint = huge_pages_hint(
+                _megabytes(shown["shared_buffers"]),
+                shown["huge_pages_status"],
+                int(shown["shared_memory_size_in_huge_pages"]),
+            )
         except (RuntimeError, ValueError) as exc:
             log.debug("huge pages not checked: %s", exc)
             return
@@ -185,15 +208,15 @@ class EmbeddedPostgres:
 
     def preloaded(self) -> list[str]:
         """The running server's ``shared_preload_libraries``."""
-        listed = self._setting("shared_preload_libraries").split(",")
-        return [name.strip() for name in listed if name.strip()]
+        return _libraries(self._setting("shared_preload_libraries"))
 
     def _configure(self, megabytes: int, *, restart: bool) -> None:
         """Run with a buffer pool of ``megabytes`` and ``PRELOADED`` loaded. Both are set
         at a server's start, so a server this call started is restarted (once), and one
         another process started keeps them until its next start."""
-        sized = self.shared_buffers_mb() == megabytes
-        loaded = PRELOADED in self.preloaded()
+        shown = self._settings("shared_buffers", "shared_preload_libraries")
+        sized = _megabytes(shown["shared_buffers"]) == megabytes
+        loaded = PRELOADED in _libraries(shown["shared_preload_libraries"])
         if sized and loaded:
             return
         self.psql(f"ALTER SYSTEM SET shared_buffers = '{int(megabytes)}MB';")
