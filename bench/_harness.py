@@ -4,6 +4,7 @@ lean keep-alive HTTP/1.1 load generator (so the client costs less than the serve
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import re
 import socket
@@ -80,9 +81,11 @@ def free_port() -> int:
 def api_server(
     database_url: str, redis_url: str, workers: int, *, app_role: bool = False
 ) -> Iterator[int]:
-    """The production ASGI entry point under uvicorn (httptools + uvloop); connecting as
-    the application role if ``app_role`` (else as the database owner, without row-level
-    security)."""
+    """``workers`` API processes (``_api_process.py``: the production ASGI app under
+    uvicorn) on one loopback port, each with its own ``SO_REUSEPORT`` socket, so that
+    connections spread over them as over containers behind a load balancer (decision
+    0029); connecting as the application role if ``app_role`` (else as the database
+    owner, without row-level security). Yields the port once every process listens."""
     port = free_port()
     env = os.environ | (APP_ROLE_ENV if app_role else {})
     env |= {
@@ -90,33 +93,52 @@ def api_server(
         "TETHER_REDIS_URL": redis_url,
         "TETHER_LOG_LEVEL": "WARNING",
     }
-    command = [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "--factory",
-        "tether.asgi:create",
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        "--no-access-log",
-        "--log-level",
-        "warning",
-    ]
-    server = subprocess.Popen(command, env=env)
+    command = [sys.executable, str(Path(__file__).with_name("_api_process.py")), str(port)]
+    servers = [subprocess.Popen(command, env=env) for _ in range(workers)]
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+        while len(_sockets(port, _LISTEN)) < workers:
+            if time.monotonic() > deadline or any(s.poll() is not None for s in servers):
+                raise RuntimeError(f"the API processes did not all listen on port {port}")
+            time.sleep(0.2)
+        httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).raise_for_status()
         yield port
     finally:
-        server.terminate()
-        server.wait(30)
+        for server in servers:
+            server.terminate()
+        for server in servers:
+            server.wait(30)
+
+
+_LISTEN, _ESTABLISHED = "0A", "01"  # socket states in /proc/net/tcp
+
+
+def _sockets(port: int, state: str) -> set[str]:
+    """Inodes of this machine's TCP sockets on local ``port`` in ``state``."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as sockets:
+            for line in itertools.islice(sockets, 1, None):
+                fields = line.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == state:
+                    inodes.add(fields[9])
+    return inodes
+
+
+def connections_per_process(port: int) -> list[int]:
+    """How many connections each process listening on ``port`` holds, most first."""
+    listening, established = _sockets(port, _LISTEN), _sockets(port, _ESTABLISHED)
+    counts = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+            links = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in fds}
+        except OSError:  # gone, or not ours to read
+            continue
+        inodes = {link[8:-1] for link in links if link.startswith("socket:[")}
+        if inodes & listening:
+            counts.append(len(inodes & established))
+    return sorted(counts, reverse=True)
 
 
 def _pressure_waits(resource: str) -> float:
@@ -262,6 +284,8 @@ class Run:
     server_ms: list[float] = field(default_factory=list)
     statuses: dict[int, int] = field(default_factory=dict)
     seconds: float = 0.0
+    # Connections per API process a moment into a timed run (see spread_of).
+    spread: list[int] = field(default_factory=list)
 
     def pct(self, values: list[float], q: float) -> float:
         if not values:
@@ -272,13 +296,22 @@ class Run:
     def summary(self, name: str) -> str:
         n = len(self.latencies_ms)
         e2e, own = self.latencies_ms, self.server_ms
+        spread = "/".join(map(str, self.spread))
         return (
             f"{name:42} n={n:6d}  {n / self.seconds:8.0f} req/s  "
             f"e2e p50={self.pct(e2e, 0.5):6.2f} p95={self.pct(e2e, 0.95):6.2f}"
             f" p99={self.pct(e2e, 0.99):6.2f} ms  "
             f"server p50={self.pct(own, 0.5):5.2f} p95={self.pct(own, 0.95):5.2f} ms"
             f"  status={dict(sorted(self.statuses.items()))}"
+            + (f"  connections per process {spread}" if spread else "")
         )
+
+
+async def spread_of(port: int, run: Run) -> None:
+    """Note in ``run`` how the connections of a timed run spread over the API processes,
+    once they are all open (a run starts them at once)."""
+    await asyncio.sleep(0.5)
+    run.spread = connections_per_process(port)
 
 
 async def _connection(port: int, requests: Callable[[], bytes | None], run: Run) -> None:
@@ -324,7 +357,9 @@ def load(port: int, requests: list[bytes], concurrency: int, seconds: float | No
         return request
 
     async def main() -> None:
-        await asyncio.gather(*(_connection(port, next_request, run) for _ in range(concurrency)))
+        clients = (_connection(port, next_request, run) for _ in range(concurrency))
+        timed = [spread_of(port, run)] if seconds else []
+        await asyncio.gather(*clients, *timed)
 
     started = time.perf_counter()
     asyncio.run(main())

@@ -50,9 +50,10 @@ Server-Timing): p50/p95/p99 of /search and /v1/context for
 - a cold-large burst: every large relationship invalidated at once, then read back to
   back at c=1, so each read competes with the fills the earlier ones started;
 for small (5-50 memories) and large relationships; then /v1/context throughput at
-``--concurrency`` on hot partitions. Every answer is read: ``tier`` (in /search answers)
-verifies the classification and ``degraded`` reasons are counted; the median
-``timings_ms`` of 8 more requests show where the time goes. No Celery worker runs:
+``--concurrency`` on hot partitions, its connections spread over the API processes by
+the kernel (one socket each, decision 0029; printed). Every answer is read: ``tier``
+(in /search answers) verifies the classification and ``degraded`` reasons are counted;
+the median ``timings_ms`` of 8 more requests show where the time goes. No Celery worker runs:
 recalls queue their reinforcement tasks, which nothing executes.
 Finally p95(N) / p95(smallest N) for every class (the cost should follow the partition,
 not the total).
@@ -91,6 +92,7 @@ from _harness import (
     post,
     seed,
     services,
+    spread_of,
 )
 from pgvector.asyncpg import register_vector
 from sqlalchemy import text
@@ -657,7 +659,8 @@ def load_seen(
         return requests[(index - 1) % len(requests)], first[1] if first and apart else seen
 
     async def main() -> None:
-        await asyncio.gather(*(_client(port, next_request) for _ in range(concurrency)))
+        clients = (_client(port, next_request) for _ in range(concurrency))
+        await asyncio.gather(*clients, *([spread_of(port, seen.run)] if seconds else []))
 
     started = time.perf_counter()
     asyncio.run(main())
@@ -916,7 +919,8 @@ def main() -> None:
     rng = random.Random(1)
     pools = asyncio.run(template_vectors(64, rng)) if args.vectors == "template" else None
     print(
-        f"# {args.workers} API workers as tether_app (row-level security), vectors: "
+        f"# {args.workers} API processes (a socket each) as tether_app (row-level security), "
+        "vectors: "
         + ("real USE-m embeddings of 64 sentences per template" if pools else "random unit")
         + f"; latency classes at c=1, {args.requests} requests each; 1 client process"
         + f"; Postgres shared_buffers {args.shared_buffers_mb or default_shared_buffers_mb()} MB"

@@ -174,8 +174,11 @@ def environment(extra: dict[str, str]) -> Iterator[None]:
 
 @contextmanager
 def api_process(database_url: str, redis_url: str, workers: int) -> Iterator[tuple[int, int]]:
-    """As ``_harness.api_server`` (same uvicorn command), but with the application role
-    and yielding the supervisor's pid as well as the port, for RSS sampling."""
+    """The API under ``uvicorn --workers``, with the application role; yields the port
+    and the supervisor's pid, whose process tree is sampled for RSS. Unlike
+    ``_harness.api_server`` (one socket per process, decision 0029) the workers share
+    one accept queue: the load recycles its connections to spread them (``connection``),
+    as the soak's earlier runs did."""
     port = free_port()
     env = os.environ | APP_ROLE_ENV
     env |= {"TETHER_DATABASE_URL": database_url, "TETHER_REDIS_URL": redis_url}
