@@ -116,7 +116,8 @@ _LISTEN, _ESTABLISHED = "0A", "01"  # socket states in /proc/net/tcp
 def _sockets(port: int, state: str) -> set[str]:
     """Inodes of this machine's TCP sockets on local ``port`` in ``state``."""
     inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    # A kernel without IPv6 has no tcp6 table.
+    for table in filter(os.path.exists, ("/proc/net/tcp", "/proc/net/tcp6")):
         with open(table) as sockets:
             for line in itertools.islice(sockets, 1, None):
                 fields = line.split()
