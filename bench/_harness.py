@@ -85,7 +85,10 @@ def api_server(
     uvicorn) on one loopback port, each with its own ``SO_REUSEPORT`` socket, so that
     connections spread over them as over containers behind a load balancer (decision
     0029); connecting as the application role if ``app_role`` (else as the database
-    owner, without row-level security). Yields the port once every process listens."""
+    owner, without row-level security). Yields the port once every process listens.
+    Linux only: readiness and the spread are read from ``/proc``."""
+    if not os.path.exists(_TCP_TABLES[0]):
+        raise RuntimeError(f"the benches read {_TCP_TABLES[0]} (Linux) to see the API listen")
     port = free_port()
     env = os.environ | (APP_ROLE_ENV if app_role else {})
     env |= {
@@ -94,30 +97,38 @@ def api_server(
         "TETHER_LOG_LEVEL": "WARNING",
     }
     command = [sys.executable, str(Path(__file__).with_name("_api_process.py")), str(port)]
-    servers = [subprocess.Popen(command, env=env) for _ in range(workers)]
+    servers: list[subprocess.Popen[bytes]] = []
     try:
+        servers += [subprocess.Popen(command, env=env) for _ in range(workers)]
         deadline = time.monotonic() + 60
         while len(_sockets(port, _LISTEN)) < workers:
             if time.monotonic() > deadline or any(s.poll() is not None for s in servers):
                 raise RuntimeError(f"the API processes did not all listen on port {port}")
             time.sleep(0.2)
         httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).raise_for_status()
+        _API_PIDS[port] = [server.pid for server in servers]
         yield port
     finally:
+        _API_PIDS.pop(port, None)
         for server in servers:
             server.terminate()
         for server in servers:
-            server.wait(30)
+            try:
+                server.wait(30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
 
 
-_LISTEN, _ESTABLISHED = "0A", "01"  # socket states in /proc/net/tcp
+_TCP_TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
+_LISTEN, _ESTABLISHED = "0A", "01"  # socket states in those tables
+_API_PIDS: dict[int, list[int]] = {}  # port -> the API processes api_server started
 
 
 def _sockets(port: int, state: str) -> set[str]:
     """Inodes of this machine's TCP sockets on local ``port`` in ``state``."""
     inodes = set()
-    # A kernel without IPv6 has no tcp6 table.
-    for table in filter(os.path.exists, ("/proc/net/tcp", "/proc/net/tcp6")):
+    for table in filter(os.path.exists, _TCP_TABLES):  # no tcp6 without IPv6
         with open(table) as sockets:
             for line in itertools.islice(sockets, 1, None):
                 fields = line.split()
@@ -127,18 +138,17 @@ def _sockets(port: int, state: str) -> set[str]:
 
 
 def connections_per_process(port: int) -> list[int]:
-    """How many connections each process listening on ``port`` holds, most first."""
-    listening, established = _sockets(port, _LISTEN), _sockets(port, _ESTABLISHED)
+    """How many connections each API process of ``api_server`` on ``port`` holds, most
+    first (empty for a server the harness did not start)."""
+    established = _sockets(port, _ESTABLISHED)
     counts = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid in _API_PIDS.get(port, []):
         try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-            links = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in fds}
-        except OSError:  # gone, or not ours to read
+            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        except OSError:  # gone
             continue
-        inodes = {link[8:-1] for link in links if link.startswith("socket:[")}
-        if inodes & listening:
-            counts.append(len(inodes & established))
+        sockets = (link[8:-1] for link in links if link.startswith("socket:["))
+        counts.append(sum(inode in established for inode in sockets))
     return sorted(counts, reverse=True)
 
 
@@ -312,7 +322,8 @@ async def spread_of(port: int, run: Run) -> None:
     """Note in ``run`` how the connections of a timed run spread over the API processes,
     once they are all open (a run starts them at once)."""
     await asyncio.sleep(0.5)
-    run.spread = connections_per_process(port)
+    # In a thread: the client's event loop keeps serving its connections meanwhile.
+    run.spread = await asyncio.to_thread(connections_per_process, port)
 
 
 async def _connection(port: int, requests: Callable[[], bytes | None], run: Run) -> None:

@@ -200,7 +200,7 @@ def main() -> None:
                         post(path, gateway, json.dumps({"query": query_text(rng)}).encode())
                         for _ in range(2000)
                     ]
-                    load(port, queries[:200], 4)  # every API process has built the view
+                    load(port, queries[:200], 16)  # every API process builds the view
                     for concurrency in (1, args.concurrency):
                         run = load(port, queries, concurrency, seconds=args.seconds)
                         print(run.summary(f"query, 10k-chunk base (c={concurrency})"))
