@@ -13,10 +13,11 @@ import sys
 import tempfile
 import threading
 import time
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from math import inf
 from pathlib import Path
 
 import httpx
@@ -262,17 +263,23 @@ class MachineSpeed:
             self._process = subprocess.Popen(
                 [sys.executable, "-c", _SPEED_PROBE], stdin=subprocess.PIPE, stdout=output
             )
+        # Read as it grows: each call parses only the lines written since the last one.
+        self._log = open(self._path)  # noqa: SIM115 - open until stop()
+        self._unfinished = ""
+        self._runs: list[tuple[float, float]] = []  # (time(), seconds), in time order
 
     def _samples(self) -> list[tuple[float, float]]:
-        with open(self._path) as lines:
-            pairs = [line.split() for line in lines]
-        return [(float(p[0]), float(p[1])) for p in pairs if len(p) == 2]
+        *lines, self._unfinished = (self._unfinished + self._log.read()).split("\n")
+        pairs = (line.split() for line in lines)
+        self._runs += [(float(p[0]), float(p[1])) for p in pairs if len(p) == 2]
+        return self._runs
 
     def slowdown(self, since: float, until: float) -> str:
         """How long the work took between two ``time.time()``s against the median of all
         its runs so far: the median and the slowest run in between."""
         samples = self._samples()
-        inside = sorted(d for t, d in samples if since <= t <= until)
+        window = samples[bisect_left(samples, (since,)) : bisect_right(samples, (until, inf))]
+        inside = sorted(d for _, d in window)
         if not inside:
             return "fixed work not run"
         usual = sorted(d for _, d in samples)[len(samples) // 2]
@@ -286,6 +293,7 @@ class MachineSpeed:
             self._process.wait(timeout=5)
         finally:
             self._process.kill()  # a no-op once it exited
+            self._log.close()
             os.unlink(self._path)
 
 
