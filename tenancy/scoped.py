@@ -1,5 +1,6 @@
 """The base of every tenant-scoped repository: the tenant predicate is added here, once,
-so no query of a subclass can forget it."""
+so no query of a subclass can forget it; so is the caller's reach (``tenancy.access.reach``)
+when the repository is built for one."""
 
 from __future__ import annotations
 
@@ -18,12 +19,19 @@ M = TypeVar("M", bound=TenantOwned)
 class TenantScopedRepository(Generic[M]):
     model: ClassVar[type[Any]]
 
-    def __init__(self, session: AsyncSession, tenant_id: TenantId) -> None:
+    def __init__(
+        self,
+        session: AsyncSession,
+        tenant_id: TenantId,
+        reach: ColumnElement[bool] | None = None,
+    ) -> None:
         self._session = session
         self._tenant_id = tenant_id
+        self._reach = reach
 
     def _select(self) -> Select[tuple[M]]:
-        return select(self.model).where(self.model.tenant_id == self._tenant_id)
+        statement = select(self.model).where(self.model.tenant_id == self._tenant_id)
+        return statement if self._reach is None else statement.where(self._reach)
 
     async def get(self, row_id: uuid.UUID) -> M | None:
         statement = self._select().where(self.model.id == row_id)

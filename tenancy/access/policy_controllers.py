@@ -35,9 +35,9 @@ class PolicyController(Controller):
     )
     async def check(self, data: JSONBody[PolicyCheck], policy_service: Policies) -> PolicyDecision:
         """Would ``role`` be allowed ``action`` on ``object`` in your tenant, and by which
-        rule (``source``: the file policy or a tenant rule). Resource ownership (a
-        creator's own personas, an operator's current relationships) is checked on top
-        of this by the services."""
+        rule (``source``: the file policy or a tenant rule). Which objects a key reaches
+        (a creator's own personas, an operator's current relationships) is decided on
+        top of this for every object the request touches."""
         return await policy_service.check(data)
 
     @get("/tenant", operation_id="GetTenantPolicies", opt=policy("policy", "read"))

@@ -9,6 +9,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.principal import Principal
+from tenancy.access.reach import Reach
 from tenancy.enums import Role
 from tenancy.errors import (
     CreatorNotFound,
@@ -49,16 +50,18 @@ def _persona(row: CreatorPersona) -> s.PersonaRead:
 
 
 class GraphService:
-    """Create, read and list users, facets, creators and personas of one tenant."""
+    """Create, read and list the users, facets, creators and personas one key reaches
+    (``tenancy.access.reach``): everything else of the tenant is not found."""
 
     def __init__(self, session: AsyncSession, principal: Principal) -> None:
         tenant = principal.tenant_id
+        reach = Reach(principal)
         self._session = session
         self._principal = principal
-        self._users = UserRepository(session, tenant)
-        self._facets = FacetRepository(session, tenant)
-        self._creators = CreatorRepository(session, tenant)
-        self._personas = PersonaRepository(session, tenant)
+        self._users = UserRepository(session, tenant, reach.users())
+        self._facets = FacetRepository(session, tenant, reach.facets())
+        self._creators = CreatorRepository(session, tenant, reach.creators())
+        self._personas = PersonaRepository(session, tenant, reach.personas())
 
     async def _add_unique(
         self, repository: TenantScopedRepository[M], what: str, **values: Any
@@ -121,17 +124,19 @@ class GraphService:
             raise CreatorNotFound(f"no creator {creator_id}")
         return creator
 
-    def _require_own_creator(self, creator: Creator) -> None:
-        # A creator key acts only for the creator named by its subject.
-        if self._principal.role == Role.CREATOR and creator.external_id != self._principal.subject:
-            raise Forbidden("a creator key may change only its own creator's personas")
+    def _require_manager(self) -> None:
+        # Creators and personas are changed by their creator or a tenant-wide key, never by
+        # a pool operator that only speaks for one of them (a creator key reaches no other
+        # creator at all: that one is not found before this is asked).
+        if self._principal.role == Role.OPERATOR:
+            raise Forbidden("an operator key may not change creators or personas")
 
     async def get_creator(self, creator_id: uuid.UUID) -> s.CreatorRead:
         return _creator(await self._require_creator(creator_id))
 
     async def update_creator(self, creator_id: uuid.UUID, data: s.CreatorUpdate) -> s.CreatorRead:
         creator = await self._require_creator(creator_id)
-        self._require_own_creator(creator)
+        self._require_manager()
         creator.display_name = data.display_name
         await self._session.flush()
         return _creator(creator)
@@ -141,8 +146,8 @@ class GraphService:
         return s.CreatorPage([_creator(r) for r in rows], next_cursor(rows, limit))
 
     async def create_persona(self, creator_id: uuid.UUID, data: s.PersonaCreate) -> s.PersonaRead:
-        creator = await self._require_creator(creator_id)
-        self._require_own_creator(creator)
+        await self._require_creator(creator_id)
+        self._require_manager()
         persona = await self._add_unique(
             self._personas,
             f"persona {data.external_id!r} of this creator",
@@ -161,7 +166,7 @@ class GraphService:
     async def require_own_persona(self, persona_id: uuid.UUID) -> CreatorPersona:
         """The persona, if this key may edit it (creators: only their own)."""
         persona = await self.require_persona(persona_id)
-        self._require_own_creator(await self._require_creator(persona.creator_id))
+        self._require_manager()
         return persona
 
     async def get_persona(self, persona_id: uuid.UUID) -> s.PersonaRead:

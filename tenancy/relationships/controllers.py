@@ -90,4 +90,4 @@ class UserRelationshipController(Controller):
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> s.RelationshipPage:
         """The user's relationships (one index scan on tenant + user)."""
-        return await relationship_service.list(cursor, limit, user_id=user_id)
+        return await relationship_service.list_for_user(user_id, cursor, limit)

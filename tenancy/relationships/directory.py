@@ -19,7 +19,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.principal import Principal
-from tenancy.enums import OperatorKind, PrivacyMode, Role
+from tenancy.access.reach import Reach
+from tenancy.enums import OperatorKind, PrivacyMode
 from tenancy.errors import RelationshipNotFound
 from tenancy.ids import RelationshipId, RelationshipScope
 from tenancy.models import Creator, Relationship
@@ -48,18 +49,10 @@ class RelationshipCard(msgspec.Struct, array_like=True, frozen=True):
         return RelationshipScope(TenantId(self.tenant_id), RelationshipId(self.id))
 
     def visible_to(self, principal: Principal) -> bool:
-        """The same rule as the SQL visibility predicate, for a cached card."""
-        if principal.tenant_id != self.tenant_id:
-            return False
-        if principal.role == Role.CREATOR:
-            return principal.subject is not None and principal.subject == self.creator_external_id
-        if principal.role == Role.OPERATOR:
-            return (
-                principal.subject is not None
-                and self.operator_kind == OperatorKind.POOL
-                and self.operator_id == principal.subject
-            )
-        return True
+        """The same rule as ``Reach.relationships()``, for a cached card."""
+        return Reach(principal).sees_relationship(
+            self.tenant_id, self.creator_external_id, self.operator_kind, self.operator_id
+        )
 
 
 _encoder = msgspec.msgpack.Encoder()

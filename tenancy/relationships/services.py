@@ -8,8 +8,10 @@ from datetime import UTC, datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.principal import Principal
+from tenancy.access.reach import Reach
 from tenancy.audit.log import Actor, AuditLog
-from tenancy.errors import RelationshipNotFound
+from tenancy.errors import RelationshipNotFound, UserNotFound
+from tenancy.graph.repositories import UserRepository
 from tenancy.models import OwnershipEvent, Relationship
 from tenancy.relationships import schemas as s
 from tenancy.relationships.directory import CardCache, load_card, publish_on_commit
@@ -54,16 +56,15 @@ class RelationshipService:
         self._session = session
         self._principal = principal
         self._cards = cards
-        self._relationships = RelationshipRepository(session, principal.tenant_id)
+        reach = Reach(principal)
+        self._relationships = RelationshipRepository(
+            session, principal.tenant_id, reach.relationships()
+        )
+        self._users = UserRepository(session, principal.tenant_id, reach.users())
         self._events = OwnershipEventRepository(session, principal.tenant_id)
 
     async def require(self, relationship_id: uuid.UUID) -> Relationship:
-        rows = await self._relationships.page(
-            None,
-            1,
-            Relationship.id == relationship_id,
-            self._relationships.visible_to(self._principal),
-        )
+        rows = await self._relationships.page(None, 1, Relationship.id == relationship_id)
         if not rows:
             raise RelationshipNotFound(f"no relationship {relationship_id}")
         return rows[0]
@@ -79,7 +80,7 @@ class RelationshipService:
         persona_id: uuid.UUID | None = None,
         creator_id: uuid.UUID | None = None,
     ) -> s.RelationshipPage:
-        criteria = [self._relationships.visible_to(self._principal)]
+        criteria = []
         if user_id is not None:
             criteria.append(Relationship.global_user_id == user_id)
         if persona_id is not None:
@@ -88,6 +89,14 @@ class RelationshipService:
             criteria.append(Relationship.creator_id == creator_id)
         rows = await self._relationships.page(decode_cursor(cursor), limit, *criteria)
         return s.RelationshipPage([_read(r) for r in rows], next_cursor(rows, limit))
+
+    async def list_for_user(
+        self, user_id: uuid.UUID, cursor: str | None, limit: int
+    ) -> s.RelationshipPage:
+        """The user's relationships this key reaches; a user out of reach is not found."""
+        if await self._users.get(user_id) is None:
+            raise UserNotFound(f"no user {user_id}")
+        return await self.list(cursor, limit, user_id=user_id)
 
     async def update(
         self, relationship_id: uuid.UUID, data: s.RelationshipUpdate

@@ -62,7 +62,9 @@ async def test_creator_and_personas(client, make_tenant) -> None:
     assert [p["external_id"] for p in listed.json()["items"]] == ["luna"]
 
 
-async def test_creator_key_edits_only_its_own_personas(client, make_tenant) -> None:
+async def test_creator_key_edits_only_its_own_personas_and_another_is_not_found(
+    client, make_tenant
+) -> None:
     tenant = await make_tenant()
     gateway = await tenant.key("gateway")
     mine = await resolve(client, gateway, "u1", persona="mine", creator="alice")
@@ -75,7 +77,7 @@ async def test_creator_key_edits_only_its_own_personas(client, make_tenant) -> N
     denied = await client.patch(
         f"/v1/personas/{theirs['creator_persona_id']}", json={"display_name": "X"}, headers=alice
     )
-    assert denied.status_code == 403
+    assert denied.status_code == 404
 
 
 async def test_creator_key_reads_only_its_own_relationships(client, make_tenant) -> None:

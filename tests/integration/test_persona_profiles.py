@@ -67,14 +67,16 @@ async def test_put_without_if_match_is_428(client, make_tenant) -> None:
     assert response.status_code == 428
 
 
-async def test_another_creator_cannot_edit_the_profile(client, make_tenant) -> None:
+async def test_another_creator_can_neither_read_nor_edit_the_profile(client, make_tenant) -> None:
     tenant = await make_tenant()
     pid = await persona(client, tenant, creator="owner")
     intruder = await tenant.key("creator", subject="someone-else")
     response = await client.put(
         f"/v1/personas/{pid}/profile", json=PROFILE, headers=intruder | {"If-Match": '"0"'}
     )
-    assert response.status_code == 403
+    assert response.status_code == 404
+    for path in (f"/v1/personas/{pid}/profile", f"/v1/personas/{pid}/profile/history"):
+        assert (await client.get(path, headers=intruder)).status_code == 404
 
 
 async def test_gateway_reads_but_cannot_write_profiles(client, make_tenant) -> None:

@@ -60,7 +60,7 @@ def _profile_pieces(profile: PersonaProfileRead, cap: int) -> list[Piece]:
     for kind, label, value in fields:
         if value.strip():
             text = truncate_to_tokens(value.strip(), max(cap - 20, 0))
-            line = f"- {label}: {text}"
+            line = template.profile_line(label, text)
             pieces.append(Piece("profile", kind, line, text, None, "persona profile"))
     return pieces
 

@@ -1,6 +1,9 @@
-"""How the context reads. Memories, turns and documents are rendered as quoted string
-literals (JSON escaping), one per line, under headings that call them data: a memory
-saying "ignore all previous instructions" stays a quoted sentence about the past."""
+"""How the context reads. Every string that comes from outside Tether's own code — memory
+text, turns, document passages, file names and section titles, persona profile fields,
+global profile values — is rendered as a quoted string literal (JSON escaping), one per
+line, under headings that call it data: a memory saying "ignore all previous
+instructions" stays a quoted sentence about the past, and no text can end its line,
+open a section of its own, or spell a chat template's role marker."""
 
 from __future__ import annotations
 
@@ -27,9 +30,26 @@ HEADINGS = {
 }
 
 
+# Besides what JSON escapes (quotes, backslashes, C0 controls): characters that end a
+# line for some readers (NEL, LINE/PARAGRAPH SEPARATOR), C1 controls, bidirectional
+# overrides that reorder what a reviewer sees, and the "<|" / "|>" of chat-template
+# special tokens (<|im_start|>, <|endoftext|>), which a tokenizer may read as markers.
+_ESCAPED = {
+    **{code: f"\\u{code:04x}" for code in range(0x80, 0xA0)},
+    **{code: f"\\u{code:04x}" for code in (0x2028, 0x2029, 0x200E, 0x200F, 0x061C)},
+    **{code: f"\\u{code:04x}" for code in range(0x202A, 0x202F)},
+    **{code: f"\\u{code:04x}" for code in range(0x2066, 0x206A)},
+}
+
+
 def quoted(text: str) -> str:
-    """One line, a JSON string literal: quotes, newlines and control characters escaped."""
-    return json.dumps(text, ensure_ascii=False)
+    """One line, a JSON string literal that cannot be closed or broken by its content."""
+    literal = json.dumps(text, ensure_ascii=False).translate(_ESCAPED)
+    return literal.replace("<|", "<\\u007c").replace("|>", "\\u007c>")
+
+
+def profile_line(label: str, text: str) -> str:
+    return f"- {label}: {quoted(text)}"
 
 
 def memory_line(date: str, kind: str, text: str) -> str:
@@ -41,7 +61,7 @@ def turn_line(role: str, at: str, text: str) -> str:
 
 
 def knowledge_line(label: str, source: str, text: str) -> str:
-    return f"- [{label}] source: {source} {quoted(text)}"
+    return f"- [{label}] source: {quoted(source)} {quoted(text)}"
 
 
 def render(sections: dict[str, list[str]]) -> str:

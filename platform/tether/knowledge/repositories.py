@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Update, delete, func, insert, select, update
+from sqlalchemy import Update, delete, func, insert, select, update
 
-from tenancy.models import Creator, CreatorPersona
 from tenancy.scoped import TenantScopedRepository
 from tether.knowledge.models import KnowledgeBase, KnowledgeChunk, KnowledgeDocument
 from tether.knowledge.schemas import DocumentStatus
@@ -66,9 +65,14 @@ class KnowledgeBaseRepository(TenantScopedRepository[KnowledgeBase]):
         )
         return (await self._session.execute(statement)).scalar_one_or_none()
 
-    async def exists(self, base_id: uuid.UUID) -> bool:
+    async def serves(self, base_id: uuid.UUID, persona_id: uuid.UUID) -> bool:
+        """Whether the base may serve a relationship of the persona: it is bound to that
+        persona or to none (a base the tenant shares); never another persona's."""
+        bound = KnowledgeBase.creator_persona_id
         statement = select(KnowledgeBase.id).where(
-            KnowledgeBase.tenant_id == self._tenant_id, KnowledgeBase.id == base_id
+            KnowledgeBase.tenant_id == self._tenant_id,
+            KnowledgeBase.id == base_id,
+            bound.is_(None) | (bound == persona_id),
         )
         return (await self._session.execute(statement)).scalar_one_or_none() is not None
 
@@ -94,17 +98,6 @@ class KnowledgeBaseRepository(TenantScopedRepository[KnowledgeBase]):
             KnowledgeBase.tenant_id == self._tenant_id, KnowledgeBase.id == base_id
         )
         return (await self._session.execute(statement)).scalar_one_or_none()
-
-    def visible_to_creator(self, subject: str | None) -> ColumnElement[bool]:
-        """Unbound bases and the bases of the personas of the creator named ``subject``."""
-        own = (
-            select(CreatorPersona.id)
-            .join(Creator, Creator.id == CreatorPersona.creator_id)
-            .where(Creator.tenant_id == self._tenant_id, Creator.external_id == subject)
-        )
-        return KnowledgeBase.creator_persona_id.is_(None) | KnowledgeBase.creator_persona_id.in_(
-            own
-        )
 
     async def remove(self, base: KnowledgeBase) -> None:
         await self._session.delete(base)

@@ -1,7 +1,8 @@
 """Knowledge for the context builder: the base that applies, queried with a deadline.
 
-Which base: the one named (it must belong to the tenant), else the base bound to the
-relationship's persona, else the tenant's default base. None applies: no passages and
+Which base: the one named (it must be bound to the relationship's persona or be one the
+tenant shares, bound to no persona: another persona's base is not found), else the base
+bound to the relationship's persona, else the tenant's default base. None applies: no passages and
 ``knowledge_unavailable``. Past the deadline: no passages and ``knowledge_timeout``;
 this never raises for that.
 """
@@ -36,12 +37,12 @@ async def choose_base(
     """The base that serves this persona's relationship (see the module docstring).
 
     Raises:
-        KnowledgeBaseNotFound: ``knowledge_base_id`` is not a base of this tenant.
+        KnowledgeBaseNotFound: ``knowledge_base_id`` may not serve this persona.
     """
     bases = KnowledgeBaseRepository(session, tenant_id)
     if knowledge_base_id is None:
         return await bases.serving(creator_persona_id)
-    if not await bases.exists(knowledge_base_id):
+    if not await bases.serves(knowledge_base_id, creator_persona_id):
         raise KnowledgeBaseNotFound(f"no knowledge base {knowledge_base_id}")
     return knowledge_base_id
 
@@ -67,7 +68,7 @@ async def knowledge_for_context(
         engine: the process's engine (``tether.knowledge.deps.knowledge_engine``).
 
     Raises:
-        KnowledgeBaseNotFound: a named base is not one of this tenant's (404).
+        KnowledgeBaseNotFound: a named base may not serve this persona (404).
     """
     started = time.perf_counter()
     base_id = await choose_base(session, tenant_id, creator_persona_id, knowledge_base_id)

@@ -2,7 +2,8 @@
 
 Admins manage every base of their tenant. A creator key manages only the bases bound to
 its own personas, and reads those plus the tenant's unbound bases (which its personas
-fall back to); gateways read. The policy guard has already checked the role.
+fall back to); gateways read. A base out of a key's reach is not found. The policy guard
+has already checked the role.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.principal import Principal
+from tenancy.access.reach import Reach
 from tenancy.enums import Role
 from tenancy.graph.services import GraphService
 from tether.core.errors import Forbidden
@@ -25,6 +27,7 @@ from tether.knowledge.errors import (
     KnowledgeBaseNotFound,
 )
 from tether.knowledge.models import KnowledgeBase
+from tether.knowledge.reach import reachable_bases
 from tether.knowledge.repositories import DocumentRepository, KnowledgeBaseRepository
 from tether.knowledge.storage import DocumentStore, remove_quietly
 
@@ -46,7 +49,10 @@ class KnowledgeBaseService:
         self._session = session
         self._principal = principal
         self._store = store
-        self._bases = KnowledgeBaseRepository(session, principal.tenant_id)
+        self._reach = Reach(principal)
+        self._bases = KnowledgeBaseRepository(
+            session, principal.tenant_id, reachable_bases(self._reach)
+        )
         self._graph = GraphService(session, principal)
 
     @property
@@ -58,18 +64,15 @@ class KnowledgeBaseService:
         base = await self._bases.get(base_id)
         if base is None:
             raise KnowledgeBaseNotFound(f"no knowledge base {base_id}")
-        if self._is_creator:
-            if base.creator_persona_id is not None:
-                await self._graph.require_own_persona(base.creator_persona_id)
-            elif write:
-                raise Forbidden("a creator key may manage only bases bound to its own personas")
+        if write and not self._reach.tenant_wide and base.creator_persona_id is None:
+            # Reached, so bound to one of the key's personas or shared by the tenant.
+            raise Forbidden("only a tenant-wide key may manage a base the tenant shares")
+        if write and not (self._reach.tenant_wide or self._is_creator):
+            raise Forbidden("an operator key may not manage knowledge bases")
         return base
 
     async def _require_persona(self, persona_id: uuid.UUID) -> None:
-        if self._is_creator:
-            await self._graph.require_own_persona(persona_id)
-        else:
-            await self._graph.require_persona(persona_id)
+        await self._graph.require_own_persona(persona_id)
 
     async def create(self, data: s.KnowledgeBaseCreate) -> s.KnowledgeBaseRead:
         if data.creator_persona_id is not None:
@@ -111,8 +114,6 @@ class KnowledgeBaseService:
         criteria = []
         if creator_persona_id is not None:
             criteria.append(KnowledgeBase.creator_persona_id == creator_persona_id)
-        if self._is_creator:
-            criteria.append(self._bases.visible_to_creator(self._principal.subject))
         rows = await self._bases.page(decode_cursor(cursor), limit, *criteria)
         return s.KnowledgeBasePage([read_base(r) for r in rows], next_cursor(rows, limit))
 

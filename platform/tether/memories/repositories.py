@@ -61,8 +61,15 @@ class MemoryRepository(_Scoped):
         return list((await self._session.execute(statement)).scalars())
 
     async def active(self, now: datetime) -> list[Memory]:
-        """The memories that are true now (consolidation compares against these)."""
-        statement = self._select().where(*active_now(now)).order_by(Memory.id)
+        """The memories that are true now and not a creator's private note: what
+        consolidation compares the pipeline's candidates with. A private note is the
+        creator's, not something the user said, so a conversation never updates,
+        supersedes or forgets it."""
+        statement = (
+            self._select()
+            .where(*active_now(now), Memory.private_to_creator.is_(False))
+            .order_by(Memory.id)
+        )
         return list((await self._session.execute(statement)).scalars())
 
     async def insert(self, rows: Sequence[dict[str, Any]]) -> set[uuid.UUID]:
@@ -144,7 +151,11 @@ class ConsolidationLogRepository(_Scoped):
         )
 
     async def page(
-        self, after: uuid.UUID | None, limit: int, session_id: str | None
+        self,
+        after: uuid.UUID | None,
+        limit: int,
+        session_id: str | None,
+        include_private: bool,
     ) -> list[ConsolidationRecord]:
         statement = (
             select(ConsolidationRecord)
@@ -159,4 +170,22 @@ class ConsolidationLogRepository(_Scoped):
             statement = statement.where(ConsolidationRecord.session_id == session_id)
         if after is not None:
             statement = statement.where(ConsolidationRecord.id > after)
+        if not include_private:
+            statement = statement.where(*self._touches_no_private_note())
         return list((await self._session.execute(statement)).scalars())
+
+    def _touches_no_private_note(self) -> tuple[ColumnElement[bool], ...]:
+        """Records about a private note are as private as the note (records written
+        before the pipeline stopped comparing candidates with private notes)."""
+        private = select(Memory.id).where(
+            Memory.relationship_id == self._scope.relationship_id,
+            Memory.tenant_id == self._scope.tenant_id,
+            Memory.private_to_creator.is_(True),
+        )
+        return tuple(
+            column.is_(None) | column.not_in(private)
+            for column in (
+                ConsolidationRecord.target_memory_id,
+                ConsolidationRecord.result_memory_id,
+            )
+        )

@@ -373,6 +373,9 @@ class MemoryService:
     ) -> s.ConsolidationPage:
         scope = await self._scope(relationship_id)
         rows = await ConsolidationLogRepository(self._session, scope).page(
-            decode_cursor(cursor), limit, session_id
+            decode_cursor(cursor),
+            limit,
+            session_id,
+            include_private=may_see_private(self._enforcer, self._principal),
         )
         return s.ConsolidationPage([_consolidation(r) for r in rows], next_cursor(rows, limit))

@@ -19,6 +19,7 @@ from tenancy.audit.log import Actor, AuditLog
 from tenancy.graph.services import GraphService
 from tenancy.relationships.directory import RelationshipDirectory
 from tether.core.resources import Resources
+from tether.memories.services import may_see_private
 from tether.rights import schemas as s
 from tether.rights.erasure import ErasureService
 from tether.rights.export import export_user
@@ -96,20 +97,25 @@ class UserExportController(Controller):
     @get(operation_id="ExportUser", opt=policy("relationship_memory", "export"))
     async def export(
         self,
+        state: State,
         user_id: FromPath[uuid.UUID],
         principal: NamedDependency[Principal],
         db_session: NamedDependency[AsyncSession],
         resources: NamedDependency[Resources],
     ) -> Stream:
         """Everything Tether holds about the user across relationships, as JSON lines
-        (``kind`` says what each line is). Audited."""
+        (``kind`` says what each line is; the first line says whether the export is
+        complete or which kinds of rows this key may not receive). Audited."""
         user = await GraphService(db_session, principal).require_user(user_id)
+        enforcer = state.policy.for_tenant(principal.tenant_id)
+        complete = may_see_private(enforcer, principal, "export")
         await AuditLog(db_session).record(
             principal.tenant_id,
             Actor.of(principal),
             "export",
             "relationship_memory",
             global_user_id=user.id,
+            detail={"complete": complete},
         )
-        lines = export_user(resources.sessions, principal.tenant_id, user.id)
+        lines = export_user(resources.sessions, principal.tenant_id, user.id, complete=complete)
         return Stream(lines, media_type="application/x-ndjson")

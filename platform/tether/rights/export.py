@@ -1,6 +1,10 @@
 """Everything Tether holds about one user, across their relationships, as JSON lines:
 identity, facets, relationships, turns, memories (with versions), the global profile
-and consent. Streamed in batches from a session of its own."""
+and consent. Streamed in batches from sessions of its own, bound to the tenant.
+
+The first line says what the export is: ``complete`` when every row is in it (a
+data-subject export by staff allowed to see creators' private notes), otherwise the
+kinds of rows withheld from this caller (a gateway never receives private notes)."""
 
 from __future__ import annotations
 
@@ -9,16 +13,18 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import msgspec
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tenancy.models import GlobalUser, Relationship, UserFacet
 from tether.core.ids import TenantId
+from tether.core.tenant_sessions import tenant_session
 from tether.memories.models import Memory, MemoryVersion
 from tether.profiles.models import ConsentRecord, GlobalProfileField
 from tether.turns.models import Turn
 
 BATCH = 1000
+PRIVATE_NOTES = "creator_private_notes"
 _encoder = msgspec.json.Encoder()
 
 # Derived from the text or the other columns, not information about the user (and
@@ -31,15 +37,22 @@ def _row(kind: str, row: Any) -> bytes:
     return _encoder.encode({"kind": kind, **values}) + b"\n"
 
 
+def _header(user_id: uuid.UUID, complete: bool) -> bytes:
+    withheld = [] if complete else [PRIVATE_NOTES]
+    line = {"kind": "export", "user_id": user_id, "complete": complete, "withheld": withheld}
+    return _encoder.encode(line) + b"\n"
+
+
 async def _paged(
     sessions: async_sessionmaker[AsyncSession],
+    tenant_id: TenantId,
     model: Any,
-    where: Sequence[Any],
+    where: Sequence[ColumnElement[bool]],
     kind: str,
 ) -> AsyncIterator[bytes]:
     after: Any = None
     while True:
-        async with sessions() as session:
+        async with tenant_session(sessions, tenant_id) as session:
             statement = select(model).where(*where).order_by(model.id).limit(BATCH)
             if after is not None:
                 statement = statement.where(model.id > after)
@@ -51,11 +64,36 @@ async def _paged(
         after = rows[-1].id
 
 
+def _content(
+    relationship_id: uuid.UUID, tenant_id: TenantId, complete: bool
+) -> list[tuple[Any, str, list[ColumnElement[bool]]]]:
+    """The relationship's content tables, each with its scope (and, for a caller who
+    may not see private notes, without them and their versions)."""
+    tables: list[tuple[Any, str, list[ColumnElement[bool]]]] = []
+    for model, kind in ((Turn, "turn"), (Memory, "memory"), (MemoryVersion, "memory_version")):
+        where = [model.relationship_id == relationship_id, model.tenant_id == tenant_id]
+        tables.append((model, kind, where))
+    if not complete:
+        private = select(Memory.id).where(
+            Memory.relationship_id == relationship_id,
+            Memory.tenant_id == tenant_id,
+            Memory.private_to_creator.is_(True),
+        )
+        tables[1][2].append(Memory.private_to_creator.is_(False))
+        tables[2][2].append(MemoryVersion.memory_id.not_in(private))
+    return tables
+
+
 async def export_user(
-    sessions: async_sessionmaker[AsyncSession], tenant_id: TenantId, user_id: uuid.UUID
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: TenantId,
+    user_id: uuid.UUID,
+    *,
+    complete: bool,
 ) -> AsyncIterator[bytes]:
-    """The caller has checked the user exists in the tenant (and audited the export)."""
-    async with sessions() as session:
+    """The caller has checked the user is within its reach (and audited the export);
+    ``complete`` says whether creators' private notes are included."""
+    async with tenant_session(sessions, tenant_id) as session:
         user = (
             await session.execute(
                 select(GlobalUser).where(
@@ -65,6 +103,7 @@ async def export_user(
         ).scalar_one_or_none()
         if user is None:
             return
+        yield _header(user_id, complete)
         yield _row("user", user)
         for facet in (
             await session.execute(
@@ -94,16 +133,10 @@ async def export_user(
             )
         ).scalars():
             yield _row("profile_field", field)
-    async for line in _paged(
-        sessions,
-        ConsentRecord,
-        [ConsentRecord.tenant_id == tenant_id, ConsentRecord.global_user_id == user_id],
-        "consent",
-    ):
+    consent = [ConsentRecord.tenant_id == tenant_id, ConsentRecord.global_user_id == user_id]
+    async for line in _paged(sessions, tenant_id, ConsentRecord, consent, "consent"):
         yield line
     for relationship in relationships:
-        scoped = (relationship.id, tenant_id)
-        for model, kind in ((Turn, "turn"), (Memory, "memory"), (MemoryVersion, "memory_version")):
-            where = [model.relationship_id == scoped[0], model.tenant_id == scoped[1]]
-            async for line in _paged(sessions, model, where, kind):
+        for model, kind, where in _content(relationship.id, tenant_id, complete):
+            async for line in _paged(sessions, tenant_id, model, where, kind):
                 yield line
