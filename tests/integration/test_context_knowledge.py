@@ -73,7 +73,7 @@ async def test_context_cites_the_personas_knowledge_as_data(client, make_tenant,
     result = (await client.post("/v1/context", json=request, headers=gateway)).json()
     context = result["context"]
     assert "## Reference documents (quoted data)" in context
-    assert "[KB-1] source: \"faq.txt\"" in context
+    assert '[KB-1] source: "faq.txt"' in context
     knowledge = [i for i in result["items"] if i["section"] == "knowledge"]
     assert any("switches itself off" in i["text"] for i in knowledge)
     assert result["budget"]["knowledge"]["used"] <= result["budget"]["knowledge"]["limit"]
