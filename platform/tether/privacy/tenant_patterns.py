@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import re2  # type: ignore[import-untyped]
+import re2
 
 MAX_PATTERN_LENGTH = 500
 MAX_EXTRA_PATTERNS = 50

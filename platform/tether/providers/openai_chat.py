@@ -25,7 +25,7 @@ _THINKING = re.compile(r"^\s*<think>.*?</think>", re.DOTALL)
 
 
 def unfence(text: str) -> str | None:
-    """The body of a Markdown code fence (```json … ```) that is all of ``text``.
+    r"""The body of a Markdown code fence (```json … ```) that is all of ``text``.
 
     String methods, not ``\s*```(?:json)?[ \t]*\n?(.*?)\n?[ \t]*```\s*$``: that
     backtracked quadratically on a long run of spaces inside the fence."""
