@@ -38,7 +38,8 @@ def _length(found: Found) -> int:
 
 
 PATTERNS = [
-    f for f in our_patterns(ROOT / "platform") + our_patterns(ROOT / "tenancy")
+    f
+    for f in our_patterns(ROOT / "platform") + our_patterns(ROOT / "tenancy")
     if f.where not in BOUNDED
 ]
 

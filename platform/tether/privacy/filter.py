@@ -68,7 +68,9 @@ class PrivacyFilter:
         )
         if sum(p.regex.programsize for p in self._tenant) > MAX_TOTAL_PROGRAM_SIZE:
             raise PatternRefused(
-                "*", "too_complex", f"set compiles to more than {MAX_TOTAL_PROGRAM_SIZE} "
+                "*",
+                "too_complex",
+                f"set compiles to more than {MAX_TOTAL_PROGRAM_SIZE} "
                 "instructions together; simplify or drop some patterns",
             )
 

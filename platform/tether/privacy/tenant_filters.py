@@ -56,7 +56,9 @@ def build_filter(tenant_id: uuid.UUID, patterns: Patterns) -> PrivacyFilter:
     try:
         return PrivacyFilter(usable)
     except PatternRefused as exc:  # the set as a whole is too large
-        log.warning("tenant %s: privacy patterns not applied (%s); replace them", tenant_id, exc.reason)
+        log.warning(
+            "tenant %s: privacy patterns not applied (%s); replace them", tenant_id, exc.reason
+        )
         return PrivacyFilter()
 
 

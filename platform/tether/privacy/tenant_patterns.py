@@ -75,9 +75,7 @@ def compile_pattern(tag: str, pattern: str, rank: int) -> TenantPattern:
     if not _TAG_NAME.fullmatch(tag):
         raise PatternRefused(tag, "invalid_tag", "tag must be UPPER_SNAKE_CASE, 1-32 chars")
     if len(pattern) > MAX_PATTERN_LENGTH:
-        raise PatternRefused(
-            tag, "too_long", f"is longer than {MAX_PATTERN_LENGTH} characters"
-        )
+        raise PatternRefused(tag, "too_long", f"is longer than {MAX_PATTERN_LENGTH} characters")
     options = re2.Options()
     options.log_errors = False  # RE2 would print the pattern to stderr
     options.max_mem = _MAX_MEM
