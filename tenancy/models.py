@@ -8,6 +8,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from sqlalchemy import (
+    Boolean,
     DateTime,
     Enum,
     ForeignKey,
@@ -16,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     func,
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
@@ -53,6 +55,8 @@ class Tenant(Base):
     region: Mapped[str] = mapped_column(String(64))
     # The tenant's own privacy patterns: [[tag, regex], ...] (see docs/privacy-filter.md).
     privacy_patterns: Mapped[list[list[str]]] = mapped_column(JSONB, server_default="[]")
+    # Whether knowledge-base documents pass the privacy filter when they are indexed.
+    privacy_filter_documents: Mapped[bool] = mapped_column(Boolean, server_default=false())
     created_at: Mapped[datetime] = _created()
 
 

@@ -90,6 +90,8 @@ def create_engine(settings: Settings) -> AsyncEngine:
             "command_timeout": timeout,
         },
         echo=settings.db.echo,
+        # Statement parameters hold user text: never in logs or exception messages.
+        hide_parameters=True,
     )
     # A ping answers as quickly as a connect does, or the connection is given up.
     engine_faults.install(engine, timeout, ping_timeout=settings.db.connect_timeout_seconds)

@@ -35,6 +35,7 @@ from tether.knowledge.repositories import (
 )
 from tether.knowledge.schemas import DocumentStatus
 from tether.knowledge.storage import DocumentStore
+from tether.privacy.tenant_filters import TenantFilters
 from tether.providers.base import EmbeddingProvider, ProviderError
 from tether.recall.text import tokenize
 
@@ -83,6 +84,7 @@ class DocumentIndexer:
             blocks = await self._read(document_id, claim)
         except DocumentUnreadable as exc:
             return await self.fail(document_id, str(exc), claim.generation)
+        blocks = await self._masked(blocks)
         pages = len(blocks) if claim.kind is Kind.PDF else None
         passages = chunk_blocks(blocks, self._limits.chunk_chars, self._limits.chunk_overlap_chars)
         texts = [passage_text(p) for p in passages]
@@ -118,6 +120,22 @@ class DocumentIndexer:
                 document_id, claim.generation, _READ_SHARE * number / reading.pages
             )
         return with_text(claim.kind, blocks)
+
+    async def _masked(self, blocks: list[Block]) -> list[Block]:
+        """The blocks through the tenant's privacy filter, where the tenant turned it on
+        for documents: chunks, their tokens and vectors then never hold the raw values."""
+        async with tenant_transaction(self._sessions, self._tenant_id) as session:
+            privacy = await TenantFilters(0).for_documents(session, self._tenant_id)
+        if privacy is None:
+            return blocks
+        return [
+            Block(
+                privacy.mask(b.text).text,
+                b.page,
+                None if b.section is None else privacy.mask(b.section).text,
+            )
+            for b in blocks
+        ]
 
     async def _progress(self, document_id: uuid.UUID, generation: int, value: float) -> None:
         now = time.monotonic()

@@ -29,7 +29,10 @@ _PDF_HEADER_WINDOW = 1024  # the header may follow some junk (ISO 32000-2, 7.5.2
 _CONTROL_SHARE = 0.01  # more control characters than this: not text
 # Unicode category Cc except tab, line feed, form feed and carriage return.
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
+# Only the opening is a regex (constant work per line): the title is cut with str
+# methods, because ``\s+(.+?)\s*#*\s*$`` backtracked cubically on a long line of
+# spaces (a 100 kB heading held a worker for minutes).
+_HEADING_OPEN = re.compile(r" {0,3}#{1,6}\s")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _HAN = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
@@ -230,11 +233,21 @@ def _markdown_blocks(text: str) -> list[Block]:
     for line in text.split("\n"):
         if _FENCE.match(line):
             fenced = not fenced
-        heading = None if fenced else _HEADING.match(line)
+        heading = None if fenced else heading_title(line)
         if heading is None:
             lines.append(line)
             continue
         blocks.append(Block("\n".join(lines).strip(), section=section))
-        section, lines = heading.group(2).strip()[:256], []
+        section, lines = heading[:256], []
     blocks.append(Block("\n".join(lines).strip(), section=section))
     return blocks
+
+
+def heading_title(line: str) -> str | None:
+    """The title of an ATX heading line (``## Title ##``), None for any other line."""
+    opened = _HEADING_OPEN.match(line)
+    if opened is None or len(line) <= opened.end():
+        return None
+    title = line[opened.end() :].strip()
+    closed = title.rstrip("#").rstrip()  # the optional closing run of #
+    return closed or title[:1]

@@ -21,6 +21,7 @@ from tether.memories import schemas as s
 from tether.memories.enums import MemoryType
 from tether.memories.errors import ExternalIdTaken, InvalidMemories, MemoryNotFound
 from tether.memories.models import ConsolidationRecord, Memory, MemoryVersion
+from tether.memories.privacy import mask_creates, mask_reason, mask_update
 from tether.memories.repositories import (
     ConsolidationLogRepository,
     MemoryRepository,
@@ -28,6 +29,8 @@ from tether.memories.repositories import (
     active_now,
 )
 from tether.memories.writer import Invalidate, MemoryWriter, NewMemory
+from tether.privacy.filter import PrivacyFilter
+from tether.privacy.tenant_filters import TenantFilters
 from tether.providers.base import EmbeddingProvider
 from tether.turns.repositories import TurnRepository
 
@@ -97,6 +100,7 @@ class MemoryService:
         embedder: EmbeddingProvider,
         invalidate: Invalidate,
         settings: Settings,
+        privacy: TenantFilters | None = None,
     ) -> None:
         self._session = session
         self._directory = directory
@@ -105,9 +109,13 @@ class MemoryService:
         self._embedder = embedder
         self._invalidate = invalidate
         self._settings = settings
+        self._privacy = privacy or TenantFilters(settings.identity.tenant_settings_ttl_seconds)
 
     async def _scope(self, relationship_id: uuid.UUID) -> RelationshipScope:
         return (await self._directory.open(relationship_id)).scope
+
+    async def _filter(self, scope: RelationshipScope) -> PrivacyFilter:
+        return await self._privacy.for_tenant(self._session, scope.tenant_id)
 
     def _writer(self, scope: RelationshipScope) -> MemoryWriter:
         actor = f"key:{self._principal.key_id}"
@@ -234,6 +242,7 @@ class MemoryService:
         ``exists`` with the stored memory, so a retried import creates nothing twice."""
         self._check(items)
         scope = await self._scope(relationship_id)
+        items = await mask_creates(await self._filter(scope), items)
         now = datetime.now(UTC)
         new = [
             NewMemory(
@@ -290,6 +299,7 @@ class MemoryService:
     ) -> s.MemoryRead:
         scope = await self._scope(relationship_id)
         memory = await self._require(scope, memory_id, for_update=True)
+        data = await mask_update(await self._filter(scope), data)
         values: dict[str, object] = {}
         if data.content is not None:
             if (
@@ -331,6 +341,7 @@ class MemoryService:
     ) -> s.MemoryRead:
         scope = await self._scope(relationship_id)
         memory = await self._require(scope, memory_id, for_update=True)
+        reason = await mask_reason(await self._filter(scope), reason)
         if memory.is_active:
             memory = await self._writer(scope).change(
                 memory, "deactivated", reason or "deactivated through the API", is_active=False

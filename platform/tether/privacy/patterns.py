@@ -119,7 +119,7 @@ def iban_ok(text: str) -> bool:
 _ORDER_CONTEXT = re.compile(
     r"""(?:订单|单号|运单|编号|流水|发票|快递|物流|工单
         |order|tracking|invoice|reference|ref|serial|ticket|sku)
-    (?:号码|号|码)?(?:\s*(?:number|num|no\.?|id|\#))?\s*(?:[:=\#]|是|为|is)?\s*$""",
+    (?:号码|号|码)?(?:\s{0,8}(?:number|num|no\.?|id|\#))?\s{0,8}(?:[:=\#]|是|为|is)?\s{0,8}$""",
     re.ASCII | re.IGNORECASE | re.VERBOSE,
 )
 
@@ -178,6 +178,12 @@ def _password_check(match: re.Match[str]) -> bool:
 
 # --- the detectors ----------------------------------------------------------------------
 
+# Every repeat that another repeat could share characters with is bounded (whitespace
+# in lead-ins to 8, values to their longest real length): a regex with bounded repeats
+# does constant work per starting position, so each detector is linear in the text.
+# The unbounded ones left cannot overlap their neighbours (tests/unit/test_regex_linear.py
+# attacks every pattern; docs/decisions/0033-linear-time-patterns.md).
+
 # Numbers must stand alone: no letter or digit next to them, and not continued by another
 # digit group ("4111 1111 ..."), a decimal part or a date part.
 _ALONE_START = r"(?<![A-Za-z0-9_])(?<![0-9][ .,-])"
@@ -206,7 +212,7 @@ _IBAN = re.compile(
 _BANK_ACCOUNT = re.compile(
     r"""(?:账号|帐号|账户|帐户|卡号|户号|银行卡
         |(?<![A-Za-z])(?:account|acct|a/c)(?:[ ]?(?:number|num|no\.?|\#))?)
-    (?:号码|号)?\s*(?:[:=\#：]|是|为|is(?![A-Za-z]))?\s*
+    (?:号码|号)?\s{0,8}(?:[:=\#：]|是|为|is(?![A-Za-z]))?\s{0,8}
     (?P<value>[0-9](?:[ -]?[0-9]){15,20})"""
     + _ALONE_END,
     _FLAGS | re.IGNORECASE,
@@ -265,10 +271,10 @@ _TYPED_VALUE = r"""["'“‘「]?(?P<value>[!-~]{0,255}[A-Za-z0-9!\#$%&*+/=@^_|~
 _PASSWORD = re.compile(
     r"""(?:
         (?<![A-Za-z0-9])(?:pass(?:word|wd|code|phrase)|pwd)
-        (?:\s+(?:for|of|to)(?:\s+[^\s:=：]{1,30}){1,3})?
-        (?:\s*[:=：]\s*|\s+(?:is|was)(?:\s+(?:now|still|just|actually))?\s*[:：]?\s*
-           |\s+(?:(?:changed|set|reset)\s+)?to\s+)
-      |(?:密码|口令)\s*(?:是[:：]?|为|[:=：]|改成了?|改为|设置为|设为|换成了?)?\s*
+        (?:\s{1,8}(?:for|of|to)(?:\s{1,8}[^\s:=：]{1,30}){1,3})?
+        (?:\s{0,8}[:=：]\s{0,8}|\s{1,8}(?:is|was)(?:\s{1,8}(?:now|still|just|actually))?\s{0,8}[:：]?\s{0,8}
+           |\s{1,8}(?:(?:changed|set|reset)\s{1,8})?to\s{1,8})
+      |(?:密码|口令)\s{0,8}(?:是[:：]?|为|[:=：]|改成了?|改为|设置为|设为|换成了?)?\s{0,8}
     )"""
     + _TYPED_VALUE,
     _FLAGS | re.IGNORECASE,
@@ -280,8 +286,8 @@ _KEYWORD_SECRET = re.compile(
         (?<![A-Za-z0-9])(?:api[\s_-]?key|apikey|(?:access|refresh|auth|api|session)[\s_-]?token
           |token|client[\s_-]?secret|secret(?:[\s_-]?(?:access[\s_-]?)?key)?
           |access[\s_-]?key(?:[\s_-]?id)?|private[\s_-]?key|bearer|authorization)
-        (?:\s*[:=：]\s*|\s+(?:is|was)\s*[:：]?\s*|\s+)
-      |(?:密钥|秘钥|私钥|令牌)\s*(?:是|为|[:=：])?\s*
+        (?:\s{0,8}[:=：]\s{0,8}|\s{1,8}(?:is|was)\s{0,8}[:：]?\s{0,8}|\s{1,8})
+      |(?:密钥|秘钥|私钥|令牌)\s{0,8}(?:是|为|[:=：])?\s{0,8}
     )["'“‘]?(?P<value>[A-Za-z0-9_\-+/=.~]{15,1023}[A-Za-z0-9=])""",
     _FLAGS | re.IGNORECASE,
 )

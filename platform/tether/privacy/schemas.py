@@ -1,4 +1,5 @@
-"""API shapes of a tenant's privacy patterns."""
+"""API shapes of a tenant's privacy settings: its own patterns, and whether knowledge-base
+documents pass the filter too."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ from typing import Annotated
 
 import msgspec
 
+from tether.privacy.tenant_patterns import MAX_EXTRA_PATTERNS, MAX_PATTERN_LENGTH
+
 Tag = Annotated[str, msgspec.Meta(pattern=r"^[A-Z][A-Z0-9_]{0,31}$")]
-Pattern = Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
+Pattern = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_PATTERN_LENGTH)]
 
 
 class PrivacyPattern(msgspec.Struct, forbid_unknown_fields=True):
@@ -16,4 +19,7 @@ class PrivacyPattern(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class PrivacyPatterns(msgspec.Struct, forbid_unknown_fields=True):
-    patterns: Annotated[list[PrivacyPattern], msgspec.Meta(max_length=50)]
+    patterns: Annotated[list[PrivacyPattern], msgspec.Meta(max_length=MAX_EXTRA_PATTERNS)]
+    # Mask knowledge-base documents as they are indexed (off: documents are reference
+    # material the tenant chose to upload, often full of names and numbers on purpose).
+    filter_documents: bool = False

@@ -1,4 +1,4 @@
-"""Reading and replacing a tenant's own privacy patterns (admin)."""
+"""Reading and replacing a tenant's privacy settings (admin)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from tether.core.errors import InvalidInput
 from tether.privacy.filter import PrivacyFilter
 from tether.privacy.schemas import PrivacyPattern, PrivacyPatterns
 from tether.privacy.tenant_filters import TenantFilters
+from tether.privacy.tenant_patterns import PatternRefused, compile_pattern
 
 
 class InvalidPrivacyPattern(InvalidInput):
@@ -25,26 +26,37 @@ class PrivacyPatternService:
         self._filters = filters
 
     async def get(self) -> PrivacyPatterns:
-        statement = select(Tenant.privacy_patterns).where(Tenant.id == self._tenant_id)
-        raw = (await self._session.execute(statement)).scalar_one()
-        return PrivacyPatterns([PrivacyPattern(tag, pattern) for tag, pattern in raw])
+        statement = select(Tenant.privacy_patterns, Tenant.privacy_filter_documents).where(
+            Tenant.id == self._tenant_id
+        )
+        raw, documents = (await self._session.execute(statement)).one()
+        return PrivacyPatterns([PrivacyPattern(tag, pattern) for tag, pattern in raw], documents)
 
     async def put(self, data: PrivacyPatterns) -> PrivacyPatterns:
-        """Replace the patterns after checking them the way the filter will use them
-        (compiles, no empty matches, no catastrophic backtracking)."""
+        """Replace the settings after vetting every pattern the way the filter compiles
+        it; each refused pattern is named with a stable ``reason``."""
         pairs = [(p.tag, p.pattern) for p in data.patterns]
-        for index, pair in enumerate(pairs):
+        errors = []
+        for index, (tag, pattern) in enumerate(pairs):
             try:
-                PrivacyFilter([pair])
-            except ValueError as exc:
+                compile_pattern(tag, pattern, index)
+            except PatternRefused as exc:
                 field = f"patterns[{index}].pattern"
-                raise InvalidPrivacyPattern(
-                    str(exc), errors=[{"field": field, "message": str(exc)}]
-                ) from exc
+                errors.append({"field": field, "message": str(exc), "reason": exc.reason})
+        if not errors:
+            try:
+                PrivacyFilter(pairs)  # the limits of the set as a whole
+            except PatternRefused as exc:
+                errors.append({"field": "patterns", "message": str(exc), "reason": exc.reason})
+        if errors:
+            raise InvalidPrivacyPattern(errors[0]["message"], errors=errors)
         await self._session.execute(
             update(Tenant)
             .where(Tenant.id == self._tenant_id)
-            .values(privacy_patterns=[list(p) for p in pairs])
+            .values(
+                privacy_patterns=[list(p) for p in pairs],
+                privacy_filter_documents=data.filter_documents,
+            )
         )
         self._filters.forget(self._tenant_id)  # this process applies them at once
         return data

@@ -29,6 +29,7 @@ def provide_profile_service(
         principal,
         state.policy.for_tenant(principal.tenant_id),
         consent_cache(resources),
+        state.privacy_filters,
     )
 
 

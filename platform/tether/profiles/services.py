@@ -17,6 +17,7 @@ from tenancy.errors import RelationshipNotFound
 from tenancy.graph.services import GraphService
 from tenancy.models import Relationship
 from tether.core.unit_of_work import on_commit
+from tether.privacy.tenant_filters import TenantFilters
 from tether.profiles import schemas as s
 from tether.profiles.consent_cache import ConsentCache
 from tether.profiles.errors import ConsentCacheUnavailable
@@ -63,11 +64,13 @@ class ProfileService:
         principal: Principal,
         enforcer: PolicyEnforcer,
         consent_cache: ConsentCache,
+        privacy: TenantFilters | None = None,
     ) -> None:
         self._session = session
         self._principal = principal
         self._enforcer = enforcer
         self._consent_cache = consent_cache
+        self._privacy = privacy or TenantFilters(0)
         self._graph = GraphService(session, principal)
         self._profiles = ProfileRepository(session, principal.tenant_id)
         self._audit = AuditLog(session)
@@ -86,10 +89,12 @@ class ProfileService:
                 raise RelationshipNotFound(
                     f"no relationship {data.source_relationship_id} of this user"
                 )
+        # The same filter as turns: a profile value is user data like any other.
+        privacy = await self._privacy.for_tenant(self._session, self._principal.tenant_id)
         row = await self._profiles.upsert(
             user_id,
             field,
-            value=data.value,
+            value=privacy.mask(data.value).text,
             scope=data.scope.value,
             sensitivity=data.sensitivity,
             source_relationship_id=data.source_relationship_id,

@@ -22,7 +22,22 @@ log = logging.getLogger(__name__)
 
 # Reasoning models served by Ollama or vLLM may think aloud before answering.
 _THINKING = re.compile(r"^\s*<think>.*?</think>", re.DOTALL)
-_FENCED = re.compile(r"^\s*```(?:json|JSON)?[ \t]*\n?(.*?)\n?[ \t]*```\s*$", re.DOTALL)
+
+
+def unfence(text: str) -> str | None:
+    r"""The body of a Markdown code fence (```json … ```) that is all of ``text``.
+
+    String methods, not ``\s*```(?:json)?[ \t]*\n?(.*?)\n?[ \t]*```\s*$``: that
+    backtracked quadratically on a long run of spaces inside the fence."""
+    stripped = text.strip()
+    if len(stripped) < 6 or not (stripped.startswith("```") and stripped.endswith("```")):
+        return None
+    inner = stripped[3:-3]
+    if inner[:4] in ("json", "JSON"):
+        inner = inner[4:]
+    inner = inner.lstrip(" \t")
+    inner = inner.removeprefix("\n").rstrip(" \t")
+    return inner.removesuffix("\n")
 
 
 class _Message(msgspec.Struct):
@@ -101,9 +116,9 @@ class OpenAIChatProvider:
 
     def _parse(self, text: str) -> Any:
         text = _THINKING.sub("", text, count=1)
-        fenced = _FENCED.match(text)
-        if fenced:
-            text = fenced.group(1)
+        fenced = unfence(text)
+        if fenced is not None:
+            text = fenced
         try:
             return msgspec.json.decode(text.strip())
         except msgspec.DecodeError:

@@ -21,7 +21,7 @@ from tether.core.pagination import decode_cursor, next_cursor
 from tether.core.settings import Settings
 from tether.core.tasks import QueueUnavailable, TaskQueue
 from tether.core.telemetry import traced
-from tether.privacy.filter import PrivacyFilter
+from tether.privacy.filter import PrivacyFilter, mask_texts
 from tether.privacy.tenant_filters import TenantFilters
 from tether.turns.claims import TurnClaims
 from tether.turns.errors import IngestUnavailable
@@ -83,7 +83,7 @@ class IngestService:
             count_ingest((r.status for r in dropped), degraded)
             return TurnBatchResult(dropped, stored=False, degraded=degraded)
         privacy = await self._filters.for_tenant(self._session, card.tenant_id)
-        pending = self._prepare(batch, privacy, now)
+        pending = await self._prepare(batch, privacy, now)
         originals = await self._claim(card, pending, degraded)
         accepted = [t for t, original in zip(pending, originals, strict=True) if original is None]
         if accepted:
@@ -100,12 +100,12 @@ class IngestService:
         count_ingest((r.status for r in results), degraded)
         return TurnBatchResult(results, stored=True, degraded=degraded)
 
-    def _prepare(
+    async def _prepare(
         self, batch: TurnBatch, privacy: PrivacyFilter, now: datetime
     ) -> list[PendingTurn]:
         pending = []
-        for turn in batch.turns:
-            masked = privacy.mask(turn.text)
+        masks = await mask_texts(privacy, [turn.text for turn in batch.turns])
+        for turn, masked in zip(batch.turns, masks, strict=True):
             pending.append(
                 PendingTurn(
                     id=new_id(),

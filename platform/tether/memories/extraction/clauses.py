@@ -7,7 +7,14 @@ import re
 
 _ZH_SENTENCE = re.compile(r"(?<=[。！？!?；;\n…])")
 _ZH_CLAUSE = re.compile(r"[，,、：:～~]+")
-_EN_SENTENCE = re.compile(r"(?<=[.!?;\n])\s+|(?<=[!?])(?=\S)|\s*[:]\s+")
+# (?<!\s) starts the colon case at the head of a run of spaces only: tried from every
+# space of a long run, ``\s*:`` was quadratic.
+_EN_SENTENCE = re.compile(r"(?<=[.!?;\n])\s+|(?<=[!?])(?=\S)|(?<!\s)\s*[:]\s+")
+# The rules read sentences no longer than this: their patterns are reviewed to be
+# linear or close to it, and a cap bounds what remains (decision 0033). A longer
+# "sentence" is a paste or a wall of text, not a statement about the user; the LLM
+# step, when configured, still reads it.
+MAX_SENTENCE_CHARS = 400
 # Every comma: an object never runs past one, so nothing is lost by splitting there.
 _EN_CLAUSE = re.compile(
     r"\s*[,;]\s*|\s+(?:and|but|so|because|although)\s+(?=(?:i|we|my)\b)",
@@ -67,13 +74,16 @@ def expand_contractions(text: str) -> str:
 
 
 def sentences(text: str, zh: bool) -> list[str]:
+    """The sentences of ``text`` short enough for the rules (``MAX_SENTENCE_CHARS``)."""
     parts = (_ZH_SENTENCE if zh else _EN_SENTENCE).split(text)
-    return [part.strip() for part in parts if part and part.strip()]
+    stripped = (part.strip() for part in parts if part)
+    return [part for part in stripped if part and len(part) <= MAX_SENTENCE_CHARS]
 
 
 # "说好了，考完一起庆祝": the lead-in and what it introduces are one promise.
 _ZH_LEAD_IN = re.compile(r"^(?:说好了|约好了|说定了|一言为定|我答应你|答应你|我保证|保证)$")
-_ZH_TRAILING = re.compile(r"(?:[啊呀啦哦呢嘛噢喔哟咯]|哈+|呵+|嘿+|嘻+)+$")
+# One character class, not ``(?:[啊…]|哈+|…)+``: the nested repeat was exponential.
+_ZH_TRAILING = re.compile(r"[啊呀啦哦呢嘛噢喔哟咯哈呵嘿嘻]+$")
 _EN_TRAILING = re.compile(r"(?:\s+(?:haha+|hehe+|lol|lmao|xd|btw|:\)|:d))+$", re.IGNORECASE)
 
 

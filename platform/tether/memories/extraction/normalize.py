@@ -18,10 +18,14 @@ jieba.setLogLevel(logging.WARNING)  # jieba logs its dictionary loading at INFO
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]+")
 _EDGE_PUNCT = "\t\n\r ，。！？!?,.、~～…:：;；\"“”'‘’()（）[]【】-—"
+# No nested repeat (``哈+`` inside the outer ``+`` was exponential), and run on the last
+# _TAIL_WINDOW characters only: "的那种" can also be read as "的" + "那种", and such
+# readings multiply along a long run of fillers.
 _ZH_TAIL = re.compile(
     r"(?:的那种|那种|这种|之类的|什么的|就行|就好|就可以|而已|一点|一些|得很|极了|死了"
-    r"|哈+|呵+|嘿+|[的了啊呀呢吧哦噢嘛啦哟喔咯呗])+$"
+    r"|[哈呵嘿的了啊呀呢吧哦噢嘛啦哟喔咯呗])+$"
 )
+_TAIL_WINDOW = 24
 _ZH_HEAD = re.compile(r"^(?:一个|一只|一条|一家|一趟|一次|一下|一份|一杯|我的|我)")
 _EN_CUT = re.compile(
     r"\s*(?:[,;(]|\s-\s|\b(?:because|since|but|though|although|when|while|whenever|"
@@ -96,11 +100,16 @@ def clean_object(text: str, zh: bool) -> str:
     text = text.strip(_EDGE_PUNCT)
     if zh:
         for _ in range(3):  # particles stack: 的啊 / 了哈哈
-            text = _ZH_HEAD.sub("", _ZH_TAIL.sub("", text)).strip(_EDGE_PUNCT)
+            text = _ZH_HEAD.sub("", _zh_untail(text)).strip(_EDGE_PUNCT)
         return text
     text = _EN_CUT.sub("", text)
     text = _EN_HEAD.sub("", _EN_TAIL.sub("", text)).strip(_EDGE_PUNCT)
     return _EN_TAIL.sub("", text).strip(_EDGE_PUNCT)
+
+
+def _zh_untail(text: str) -> str:
+    head, tail = text[:-_TAIL_WINDOW], text[-_TAIL_WINDOW:]
+    return head + _ZH_TAIL.sub("", tail)
 
 
 def normalize_object(text: str, zh: bool) -> str:

@@ -151,7 +151,9 @@ _EN_KEEP = frozenset(
         "grew",
     ]
 )
-_EN_TAIL = re.compile(r"(?:\s+(?:haha+|hehe+|lol|lmao|xd)|[\s.!?~])+$", re.IGNORECASE)
+# "\s" not "\s+" before the laugh: a space is also taken alone by the class, and
+# with "\s+" every way of sharing a run of spaces between the two was tried.
+_EN_TAIL = re.compile(r"(?:\s(?:haha+|hehe+|lol|lmao|xd)|[\s.!?~])+$", re.IGNORECASE)
 _ZH_ATTRIBUTES = ("爱好", "兴趣", "生日", "名字", "工作", "职业", "老家", "家乡", "专业")
 _ZH_TAIL = re.compile(r"(?:[的了啊呀呢吧哦噢嘛啦哈呵嘿]|就行|就好)+$")
 
