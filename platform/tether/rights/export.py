@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tenancy.models import GlobalUser, Relationship, UserFacet
 from tether.core.ids import TenantId
+from tether.core.tenant_sessions import tenant_session
 from tether.memories.models import Memory, MemoryVersion
 from tether.profiles.models import ConsentRecord, GlobalProfileField
 from tether.turns.models import Turn
@@ -33,13 +34,14 @@ def _row(kind: str, row: Any) -> bytes:
 
 async def _paged(
     sessions: async_sessionmaker[AsyncSession],
+    tenant_id: TenantId,
     model: Any,
     where: Sequence[Any],
     kind: str,
 ) -> AsyncIterator[bytes]:
     after: Any = None
     while True:
-        async with sessions() as session:
+        async with tenant_session(sessions, tenant_id) as session:
             statement = select(model).where(*where).order_by(model.id).limit(BATCH)
             if after is not None:
                 statement = statement.where(model.id > after)
@@ -55,7 +57,7 @@ async def export_user(
     sessions: async_sessionmaker[AsyncSession], tenant_id: TenantId, user_id: uuid.UUID
 ) -> AsyncIterator[bytes]:
     """The caller has checked the user exists in the tenant (and audited the export)."""
-    async with sessions() as session:
+    async with tenant_session(sessions, tenant_id) as session:
         user = (
             await session.execute(
                 select(GlobalUser).where(
@@ -96,6 +98,7 @@ async def export_user(
             yield _row("profile_field", field)
     async for line in _paged(
         sessions,
+        tenant_id,
         ConsentRecord,
         [ConsentRecord.tenant_id == tenant_id, ConsentRecord.global_user_id == user_id],
         "consent",
@@ -105,5 +108,5 @@ async def export_user(
         scoped = (relationship.id, tenant_id)
         for model, kind in ((Turn, "turn"), (Memory, "memory"), (MemoryVersion, "memory_version")):
             where = [model.relationship_id == scoped[0], model.tenant_id == scoped[1]]
-            async for line in _paged(sessions, model, where, kind):
+            async for line in _paged(sessions, tenant_id, model, where, kind):
                 yield line
