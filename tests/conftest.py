@@ -17,8 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 from redis import Redis as SyncRedis
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from tests.support import close_owner_sessions
 from tether.app import bind_resources, create_app, with_outer_middleware
 from tether.core import task_queues
 from tether.core.database import create_engine, create_session_factory
@@ -104,6 +105,7 @@ async def resources(settings: Settings) -> AsyncIterator[Resources]:
     """This module's engine and Redis client (the same ones the app uses)."""
     async with open_resources(settings) as opened:
         yield opened
+    await close_owner_sessions(settings)
 
 
 def owner_settings(settings: Settings) -> Settings:
@@ -117,15 +119,6 @@ async def superuser(settings: Settings) -> AsyncIterator[AsyncEngine]:
     row-level security, and allowed maintenance such as VACUUM."""
     engine = create_engine(owner_settings(settings))
     yield engine
-    await engine.dispose()
-
-
-@pytest.fixture(scope="module")
-async def owner_sessions(settings: Settings) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    """Sessions as the owner, past row-level security: for tests that inspect rows of
-    any tenant (the service's own sessions see only the tenant they name)."""
-    engine = create_engine(owner_settings(settings))
-    yield create_session_factory(engine)
     await engine.dispose()
 
 

@@ -26,6 +26,7 @@ def _tether(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
 def _env(settings: Settings) -> dict[str, str]:
     return {
         "TETHER_DATABASE_URL": settings.require_database_url(),
+        "TETHER_DB__OWNER_URL": settings.require_owner_url(),
         "TETHER_REDIS_URL": settings.require_redis_url(),
         "TETHER_PORT": "0",
     }

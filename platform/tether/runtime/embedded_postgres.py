@@ -13,8 +13,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.engine import make_url
-
 from tether.core.settings import APP_ROLE
 from tether.runtime.preflight import StartupError
 
@@ -263,8 +261,8 @@ class EmbeddedPostgres:
 
     def app_url(self, database: str) -> str:
         """The same database as the service's login (``APP_ROLE``), which owns nothing."""
-        owner = make_url(self.url(database))
-        return owner.set(username=APP_ROLE, password=None).render_as_string(hide_password=False)
+        scheme, rest = self.url(database).split("://", 1)
+        return f"{scheme}://{APP_ROLE}@{rest.split('@', 1)[1]}"
 
     def ensure_app_login(self) -> None:
         """Create the service's login, or let the role of an older data directory (made
