@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from celery import Celery
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -21,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from tenancy.access.tokens import digest
 from tests.conftest import TenantHandle
 from tests.support import resolve_body
+from tether.core.redis_client import broker_url
 from tether.core.resources import Resources
 
 pytestmark = pytest.mark.integration
@@ -381,3 +383,70 @@ async def test_every_policy_fails_closed(app_conn: AsyncConnection) -> None:
         column = "id" if table == "tenants" else "tenant_id"
         expected = f"(({column})::text = current_setting('tether.tenant_id'::text, true))"
         assert qual == check == expected, (table, qual, check)
+
+
+async def _session_state(superuser: AsyncEngine, rid: str, session_id: str) -> tuple[Any, ...]:
+    async with superuser.connect() as conn:
+        row = (
+            await conn.execute(
+                text(
+                    "SELECT end_reason, extracted_at IS NOT NULL FROM chat_sessions "
+                    "WHERE relationship_id = :r AND session_id = :s"
+                ),
+                {"r": rid, "s": session_id},
+            )
+        ).one()
+    return tuple(row)
+
+
+async def _stored_sessions(superuser: AsyncEngine, sessions: list[tuple[str, str]]) -> int:
+    async with superuser.connect() as conn:
+        found = await conn.scalar(
+            text("SELECT count(*) FROM chat_sessions WHERE relationship_id = ANY (:r)"),
+            {"r": list({rid for rid, _ in sessions})},
+        )
+    return int(found or 0)
+
+
+async def test_the_session_sweep_serves_every_tenant_through_the_system_functions(
+    two_tenants, client, settings, superuser: AsyncEngine
+) -> None:
+    """The periodic sweep finds idle and unextracted sessions of every tenant (one call
+    across tenants each), then closes and extracts each in its own tenant's transaction."""
+    sessions: list[tuple[str, str]] = []
+    for tenant in two_tenants:
+        gateway = await tenant.key("gateway")
+        rid = (
+            await client.post("/v1/resolve", json=resolve_body("sweep"), headers=gateway)
+        ).json()["relationship_id"]
+        for session_id in ("idle", "lost"):
+            said = f"我喜欢喝茶, I like tea ({session_id})"  # not one text twice: deduplicated
+            turn = {"session_id": session_id, "role": "user", "text": said}
+            posted = await client.post(
+                f"/v1/relationships/{rid}/turns", json={"turns": [turn]}, headers=gateway
+            )
+            assert posted.status_code == 202, posted.text
+            sessions.append((rid, session_id))
+    deadline = time.monotonic() + 60
+    while await _stored_sessions(superuser, sessions) < len(sessions):  # the worker stores
+        assert time.monotonic() < deadline, "the turns were not stored"
+        await asyncio.sleep(0.1)
+    async with superuser.begin() as conn:  # an hour without a turn; an extraction lost
+        await conn.execute(
+            text(
+                "UPDATE chat_sessions SET last_turn_at = now() - interval '1 hour', "
+                "ended_at = CASE session_id WHEN 'lost' THEN now() - interval '1 hour' END, "
+                "end_reason = CASE session_id WHEN 'lost' THEN 'explicit' END "
+                "WHERE session_id IN ('idle', 'lost') AND relationship_id = ANY (:r)"
+            ),
+            {"r": [rid for rid, _ in sessions]},
+        )
+    Celery("test-sender", broker=broker_url(settings.require_redis_url())).send_task(
+        "sessions.sweep"  # workers.app.SWEEP_TASK
+    )
+    deadline = time.monotonic() + 60
+    for rid, session_id in sessions:
+        expected = ("idle" if session_id == "idle" else "explicit", True)
+        while await _session_state(superuser, rid, session_id) != expected:
+            assert time.monotonic() < deadline, (rid, session_id)
+            await asyncio.sleep(0.2)
