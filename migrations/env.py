@@ -21,7 +21,7 @@ def _database_url() -> str:
     explicit = config.attributes.get("database_url")
     if isinstance(explicit, str):
         return explicit
-    return Settings().require_database_url()
+    return Settings().require_owner_url()
 
 
 def _run(connection: Connection) -> None:

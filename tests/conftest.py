@@ -19,11 +19,12 @@ import pytest
 from redis import Redis as SyncRedis
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from tests.support import close_owner_sessions
 from tether.app import bind_resources, create_app, with_outer_middleware
 from tether.core import task_queues
-from tether.core.database import create_engine
+from tether.core.database import create_engine, create_session_factory
 from tether.core.resources import Resources, open_resources
-from tether.core.settings import APP_ROLE, Settings
+from tether.core.settings import Settings
 from tether.health.heartbeat import queue_key
 from tether.providers.configured import warm_up
 from tether.runtime import migrate
@@ -44,7 +45,7 @@ def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def pg_server(runtime_dir: Path) -> Iterator[EmbeddedPostgres]:
     server = EmbeddedPostgres(runtime_dir, database=TEMPLATE_DB)
-    migrate.upgrade(server.start())
+    migrate.upgrade(server.start())  # as the owner (the server's superuser)
     yield server
     server.stop()
 
@@ -89,13 +90,13 @@ def settings(
         SyncRedis(unix_socket_path=str(server.socket_path), db=redis_db).flushdb()
     return Settings(
         _env_file=None,  # type: ignore[call-arg]
-        database_url=pg_server.url(db_name),
+        # As in production: the service's login, which owns nothing, is held to
+        # row-level security and may not change audit rows; the owner runs migrations.
+        database_url=pg_server.app_url(db_name),
         redis_url=f"unix://{redis_server.socket_path}?db={redis_db}",
         hot_redis_url=f"unix://{hot_redis_server.socket_path}?db={redis_db}",
         data_dir=runtime_dir / db_name,
-        # As in production: the application role, under row-level security, which may
-        # not change audit rows.
-        db={"role": APP_ROLE},
+        db={"owner_url": pg_server.url(db_name)},
     )
 
 
@@ -104,15 +105,19 @@ async def resources(settings: Settings) -> AsyncIterator[Resources]:
     """This module's engine and Redis client (the same ones the app uses)."""
     async with open_resources(settings) as opened:
         yield opened
+    await close_owner_sessions(settings)
+
+
+def owner_settings(settings: Settings) -> Settings:
+    """The same settings, connecting as the owner (the embedded server's superuser)."""
+    return settings.model_copy(update={"database_url": settings.require_owner_url()})
 
 
 @pytest.fixture
 async def superuser(settings: Settings) -> AsyncIterator[AsyncEngine]:
-    """An engine connecting as the database owner (not the application role): past
+    """An engine connecting as the database owner (not the service's login): past
     row-level security, and allowed maintenance such as VACUUM."""
-    engine = create_engine(
-        settings.model_copy(update={"db": settings.db.model_copy(update={"role": None})})
-    )
+    engine = create_engine(owner_settings(settings))
     yield engine
     await engine.dispose()
 
@@ -206,15 +211,17 @@ _tenant_names = itertools.count()
 async def make_tenant(settings: Settings, client: httpx.AsyncClient):  # type: ignore[no-untyped-def]
     """Create tenants in this module's database (as the CLI does)."""
     from tenancy.access.services import TenantService
-    from tether.core.database import create_engine, create_session_factory, transaction
+    from tether.core.ids import TenantId, new_id
+    from tether.core.tenant_sessions import tenant_transaction
 
     engine = create_engine(settings)
     factory = create_session_factory(engine)
 
     async def make(region: str = "local") -> TenantHandle:
-        async with transaction(factory) as session:
+        tenant_id = TenantId(new_id())
+        async with tenant_transaction(factory, tenant_id) as session:
             created = await TenantService(session).create(
-                f"tenant-{os.getpid()}-{next(_tenant_names)}", region
+                f"tenant-{os.getpid()}-{next(_tenant_names)}", region, tenant_id
             )
         return TenantHandle(client, str(created.tenant_id), created.admin_token)
 

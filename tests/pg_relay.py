@@ -55,8 +55,9 @@ class Relay:
         return settings.model_copy(update={"database_url": self.url(settings.database_url)})
 
     def url(self, database_url: str) -> str:
-        database = urlsplit(database_url).path
-        return f"postgresql://postgres:@127.0.0.1:{self.port}{database}"
+        """``database_url``'s database and login, through the relay."""
+        parts = urlsplit(database_url)
+        return f"postgresql://{parts.username}:@127.0.0.1:{self.port}{parts.path}"
 
 
 async def _pipe(

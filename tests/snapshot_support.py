@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from tests.support import MIXED_MEMORIES, resolve_body, wait_for_hot_copy
+from tests.support import MIXED_MEMORIES, owner_sessions, resolve_body, wait_for_hot_copy
 from tether.core.resources import Resources
 from tether.core.settings import Settings
 
@@ -33,7 +33,7 @@ async def snapshots(resources: Resources, rid: str, *, clean: bool = False) -> i
     query = "SELECT count(*) FROM recall_snapshots WHERE relationship_id = :r"
     if clean:
         query += " AND cardinality(changed) = 0"
-    async with resources.sessions() as session:
+    async with owner_sessions(resources)() as session:
         found = await session.scalar(text(query), {"r": rid})
     return int(found or 0)
 
@@ -144,7 +144,7 @@ DROPPING = {"content", "tokens", "hard delete"}
 
 
 async def changed(resources: Resources, rid: str) -> list[str] | None:
-    async with resources.sessions() as session:
+    async with owner_sessions(resources)() as session:
         row = (
             await session.execute(
                 text("SELECT changed FROM recall_snapshots WHERE relationship_id = :r"),
@@ -155,7 +155,7 @@ async def changed(resources: Resources, rid: str) -> list[str] | None:
 
 
 async def drop_snapshot(resources: Resources, rid: str) -> None:
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         await session.execute(
             text("DELETE FROM recall_snapshots WHERE relationship_id = :r"), {"r": rid}
         )

@@ -18,8 +18,10 @@ import httpx
 import numpy as np
 from redis.asyncio import Redis
 from sqlalchemy import event, func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
 from tether.app import bind_resources, create_app, with_outer_middleware
+from tether.core.database import async_url
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
 from tether.recall.loaded import LoadedPartition
@@ -126,9 +128,30 @@ async def delete_go_cut_off(
         assert deleted.status_code == 204, deleted.text
 
 
+_owners: dict[str, async_sessionmaker[AsyncSession]] = {}
+
+
+def owner_sessions(resources: Resources) -> async_sessionmaker[AsyncSession]:
+    """Sessions as the database owner (the embedded server's superuser), past row-level
+    security: for tests that write or inspect rows of any tenant directly. The app's
+    own sessions see only the tenant they name. A small pool per module's database
+    (closed with its ``resources``): reconnecting each time would slow the writes."""
+    url = resources.settings.require_owner_url()
+    if url not in _owners:
+        engine = create_async_engine(async_url(url), pool_size=1, max_overflow=4)
+        _owners[url] = async_sessionmaker(engine, expire_on_commit=False)
+    return _owners[url]
+
+
+async def close_owner_sessions(settings: Settings) -> None:
+    factory = _owners.pop(settings.require_owner_url(), None)
+    if factory is not None and factory.kw.get("bind") is not None:
+        await factory.kw["bind"].dispose()
+
+
 async def stored_turns(resources: Resources, relationship_id: str) -> int:
-    """How many turns of the relationship are in Postgres (a session sees every tenant)."""
-    async with resources.sessions() as session:
+    """How many turns of the relationship are in Postgres (whatever its tenant)."""
+    async with owner_sessions(resources)() as session:
         count = select(func.count()).where(Turn.relationship_id == relationship_id)
         return int(await session.scalar(count) or 0)
 

@@ -37,7 +37,7 @@ def _cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
     from tether.runtime.services import backing_services
 
     with backing_services(settings, need_redis=False) as live:
-        url = live.require_database_url()
+        url = live.require_owner_url()
         if args.action == "upgrade":
             migrate.upgrade(url, args.revision or "head")
         elif args.action == "downgrade":
@@ -48,15 +48,19 @@ def _cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
 
 def _cmd_tenant_create(settings: Settings, args: argparse.Namespace) -> int:
     from tenancy.access.services import TenantService
-    from tether.core.database import create_engine, create_session_factory, transaction
+    from tether.core.database import create_engine, create_session_factory
+    from tether.core.ids import TenantId, new_id
+    from tether.core.tenant_sessions import tenant_transaction
     from tether.runtime import migrate
     from tether.runtime.services import backing_services
 
     async def create(url_settings: Settings) -> dict[str, str]:
         engine = create_engine(url_settings)
+        # Row-level security admits the new tenant's rows once the session names it.
+        tenant_id = TenantId(new_id())
         try:
-            async with transaction(create_session_factory(engine)) as session:
-                created = await TenantService(session).create(args.name, args.region)
+            async with tenant_transaction(create_session_factory(engine), tenant_id) as session:
+                created = await TenantService(session).create(args.name, args.region, tenant_id)
         finally:
             await engine.dispose()
         return {
@@ -68,7 +72,7 @@ def _cmd_tenant_create(settings: Settings, args: argparse.Namespace) -> int:
         }
 
     with backing_services(settings, need_redis=False) as live:
-        migrate.upgrade(live.require_database_url())
+        migrate.upgrade(live.require_owner_url())
         print(json.dumps(asyncio.run(create(live)), indent=2))  # noqa: T201
     return 0
 

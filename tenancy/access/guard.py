@@ -13,10 +13,10 @@ from tenancy.access.policy import Decision
 from tenancy.access.principal import Principal
 from tenancy.access.tenant_policies import TenantPolicies
 from tenancy.audit.log import Actor, AuditLog, rule_text
-from tether.core.database import transaction
 from tether.core.database_errors import DATABASE_ERRORS
 from tether.core.errors import Forbidden, Unauthenticated, WrongRegion
 from tether.core.resources import Resources
+from tether.core.tenant_sessions import tenant_transaction
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ async def _audit_denial(
     to share one with). A failing audit write is logged; the answer stays 403."""
     resources: Resources = connection.app.state.resources
     try:
-        async with transaction(resources.sessions) as session:
+        async with tenant_transaction(resources.sessions, principal.tenant_id) as session:
             await AuditLog(session).record(
                 principal.tenant_id,
                 Actor.of(principal),

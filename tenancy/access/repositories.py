@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -24,8 +24,10 @@ class TenantRepository:
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
 
-    async def add(self, name: str, region: str) -> Tenant:
+    async def add(self, name: str, region: str, tenant_id: TenantId | None = None) -> Tenant:
         tenant = Tenant(name=name, region=region)
+        if tenant_id is not None:
+            tenant.id = tenant_id
         self._session.add(tenant)
         try:
             async with self._session.begin_nested():
@@ -37,6 +39,19 @@ class TenantRepository:
     async def get(self, tenant_id: TenantId) -> Tenant | None:
         return await self._session.get(Tenant, tenant_id)
 
+    async def ids(self) -> list[TenantId]:
+        """Every tenant's id, whatever the session is bound to: a system function of
+        migration 0017, for maintenance that visits each tenant in turn."""
+        found = await self._session.scalars(text("SELECT id FROM tether_tenant_ids() AS id"))
+        return [TenantId(tenant_id) for tenant_id in found]
+
+
+# Binds the transaction to the tenant of the key with this digest ("" if none), asking
+# the one system function that looks across tenants for it (migration 0017).
+_BIND_KEY_TENANT = text(
+    "SELECT set_config('tether.tenant_id', coalesce(tether_key_tenant(:digest)::text, ''), true)"
+)
+
 
 class KeyLookupRepository:
     """Finds a key by its digest before the tenant is known (authentication only)."""
@@ -45,6 +60,11 @@ class KeyLookupRepository:
         self._session = session
 
     async def find_active(self, key_digest: bytes) -> tuple[ApiKey, Tenant] | None:
+        """The key and its tenant, read under row-level security once the transaction
+        is bound to the tenant the digest belongs to."""
+        tenant = await self._session.scalar(_BIND_KEY_TENANT, {"digest": key_digest})
+        if not tenant:
+            return None
         statement = (
             select(ApiKey, Tenant)
             .join(Tenant, Tenant.id == ApiKey.tenant_id)

@@ -71,8 +71,12 @@ class TenantService:
         self._session = session
         self._tenants = TenantRepository(session)
 
-    async def create(self, name: str, region: str) -> TenantCreated:
-        tenant = await self._tenants.add(name, region)
+    async def create(
+        self, name: str, region: str, tenant_id: TenantId | None = None
+    ) -> TenantCreated:
+        """Under row-level security the session must already be bound to
+        ``tenant_id``, the new tenant's id (``tenant_sessions.tenant_transaction``)."""
+        tenant = await self._tenants.add(name, region, tenant_id)
         created = await ApiKeyService(self._session, TenantId(tenant.id)).issue(
             ApiKeyCreate(role=Role.ADMIN, name="first admin key")
         )

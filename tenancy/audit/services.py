@@ -15,6 +15,7 @@ from tenancy.audit.models import AuditEvent
 from tenancy.audit.schemas import AuditEventRead, AuditPage, AuditVerification
 from tether.core.ids import TenantId
 from tether.core.pagination import decode_cursor, next_cursor
+from tether.core.tenant_sessions import tenant_session
 
 VERIFY_BATCH = 1000
 _encoder = msgspec.json.Encoder()
@@ -121,7 +122,7 @@ async def export_lines(
     export neither holds the request's transaction nor the whole log in memory."""
     after: uuid.UUID | None = None
     while True:
-        async with sessions() as session:
+        async with tenant_session(sessions, tenant_id) as session:
             statement = (
                 select(AuditEvent)
                 .where(AuditEvent.tenant_id == tenant_id, *where.criteria())

@@ -28,6 +28,7 @@ BEAT_COMMAND = ["python", "-m", "celery", "-A", "workers.app", "beat"]
 BEAT_COMMAND += ["--schedule", f"{TMP}/celerybeat-schedule"]
 SECRET_URLS = {"TETHER_DATABASE_URL", "TETHER_REDIS_URL"}
 HOT_REDIS_URL = "TETHER_HOT_REDIS_URL"
+OWNER_URL = "TETHER_DB__OWNER_URL"
 REGIONS = {"eu-west": "values-eu-west.yaml", "cn-north": "values-cn-north.yaml"}
 # Overrides on top of the defaults that reach the templates' other branches.
 FIXED_REPLICAS = {
@@ -260,11 +261,11 @@ def test_no_secret_object_is_rendered(manifests: list[Manifest]) -> None:
 def test_connection_urls_come_only_from_secret_key_refs(manifests: list[Manifest]) -> None:
     for container in _containers(manifests):
         env = _env(container)
-        for name in (SECRET_URLS | {HOT_REDIS_URL}) & env.keys():
+        for name in (SECRET_URLS | {HOT_REDIS_URL, OWNER_URL}) & env.keys():
             assert "value" not in env[name]
             assert set(env[name]["valueFrom"]["secretKeyRef"]) >= {"name", "key"}
     for config_map in _of_kind(manifests, "ConfigMap"):
-        assert not (SECRET_URLS | {HOT_REDIS_URL}) & config_map["data"].keys()
+        assert not (SECRET_URLS | {HOT_REDIS_URL, OWNER_URL}) & config_map["data"].keys()
     api_env = _env(_container(manifests, "Deployment", "api"))
     assert api_env.keys() >= SECRET_URLS
 
@@ -305,7 +306,23 @@ def test_worker_pools_that_would_crash_or_leave_a_queue_untaken_are_refused(
         chart.render(values, name="tether", namespace="tether")
 
 
-@pytest.mark.parametrize("name", ["TETHER_DATABASE_URL", HOT_REDIS_URL])
+def test_the_owners_database_url_reaches_the_migration_job_only(
+    renders: dict[str, list[Manifest]],
+) -> None:
+    """The service logs in as a role that owns nothing; the tables' owner, which could
+    switch row-level security off, is given to the migrations alone (docs/security.md)."""
+    secret = {"name": "tether-eu-west-postgres-owner", "key": "database-url"}
+    for name, manifests in renders.items():
+        job = _env(_container(manifests, "Job", "migrate"))
+        expected = {"name": OWNER_URL, "valueFrom": {"secretKeyRef": secret}}
+        assert job.get(OWNER_URL) == (expected if name == "eu-west" else None), name
+        assert "TETHER_DATABASE_URL" in job
+        for deployment in _of_kind(manifests, "Deployment"):
+            for container in deployment["spec"]["template"]["spec"]["containers"]:
+                assert OWNER_URL not in _env(container), name
+
+
+@pytest.mark.parametrize("name", ["TETHER_DATABASE_URL", OWNER_URL, HOT_REDIS_URL])
 def test_a_url_in_extra_env_is_refused(chart: helm.Chart, name: str) -> None:
     values = {"config": {"extraEnv": {name: "postgresql://u:p@db/tether"}}}
     with pytest.raises(helm.HelmRenderError, match="would put a secret into a ConfigMap"):

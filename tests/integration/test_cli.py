@@ -26,6 +26,7 @@ def _tether(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
 def _env(settings: Settings) -> dict[str, str]:
     return {
         "TETHER_DATABASE_URL": settings.require_database_url(),
+        "TETHER_DB__OWNER_URL": settings.require_owner_url(),
         "TETHER_REDIS_URL": settings.require_redis_url(),
         "TETHER_PORT": "0",
     }
@@ -56,6 +57,19 @@ def test_doctor_reports_ok_against_live_services(settings: Settings) -> None:
     result = _tether("doctor", env=_env(settings))
     assert result.returncode == 0, result.stdout
     assert "pgvector" in result.stdout
+    assert "as tether_app, which owns nothing" in result.stdout
+
+
+def test_doctor_fails_a_service_that_would_run_past_row_security(settings: Settings) -> None:
+    as_owner = _env(settings) | {"TETHER_DATABASE_URL": settings.require_owner_url()}
+    result = _tether("doctor", env=as_owner)
+    assert result.returncode == 1, result.stdout
+    assert "FAIL row_security" in result.stdout
+    assert "bypasses row-level security" in result.stdout
+    # The owner switching to the application role works, and is named for what it is.
+    legacy = _tether("doctor", env=as_owner | {"TETHER_DB__ROLE": "tether_app"})
+    assert legacy.returncode == 0, legacy.stdout
+    assert "which could switch back" in legacy.stdout
 
 
 def test_doctor_names_the_fix_when_postgres_is_unreachable(settings: Settings) -> None:

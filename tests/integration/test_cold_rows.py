@@ -25,6 +25,7 @@ from tests.support import (
     MIXED_MEMORIES,
     assert_same_partition,
     assert_same_ranking_columns,
+    owner_sessions,
     resolve_body,
 )
 from tether.core.database import TENANT_INFO
@@ -117,7 +118,7 @@ async def _partition(
         _memory(scope, 3, deleted=now),
         _memory(scope, 4, expires=now - timedelta(seconds=1)),
     ]
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         for row in rows:
             await session.execute(INSERT, row)
     return scope, [row["id"] for row in rows[24:]]
@@ -127,7 +128,7 @@ async def _reference(
     resources: Resources, scope: RelationshipScope, settings: Settings
 ) -> tuple[tuple[PartitionRecord, ...], PartitionIndex, list[Any], bytes]:
     """The partition as the ranking reference builds it from rows loaded one by one."""
-    async with resources.sessions() as session:
+    async with owner_sessions(resources)() as session:
         rows = (
             await session.execute(
                 text(
@@ -227,7 +228,7 @@ async def test_the_stored_query_row_is_what_the_models_expression_computes(
     value of the partition, inserted and after an update."""
     scope, _ = await _partition(client, make_tenant, resources)
     kinds, layers = [*MemoryType, "unknown"], [*MemoryLayer, "unknown"]
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         for n, (kind, layer) in enumerate(itertools.product(kinds, layers)):
             row = _memory(scope, n, kind=kind)
             await session.execute(INSERT, row)
@@ -284,7 +285,7 @@ async def test_a_snapshot_check_reads_the_texts_of_its_own_changed_memories_only
     scope, others = await _partition(client, make_tenant, resources)
     await _snapshot_stored(resources, scope, settings)
     new = _memory(scope, 25, content="用户刚换了工作", tokens=tokenize("用户刚换了工作"))
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         await session.execute(INSERT, new)  # recorded by the trigger
         await session.execute(
             text(
@@ -295,7 +296,7 @@ async def test_a_snapshot_check_reads_the_texts_of_its_own_changed_memories_only
         )
     query = np.random.default_rng(5).standard_normal(DIMENSION).astype(np.float32)
     served = await _read(resources, scope, settings, query)
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         await session.execute(
             text("DELETE FROM recall_snapshots WHERE relationship_id = :r"),
             {"r": scope.relationship_id},
@@ -371,7 +372,7 @@ async def test_a_read_for_one_query_filters_and_finds_summaries_as_a_full_read_d
     odd = _memory(scope, 31, kind="not-a-kind")
     # Two summaries at the newest summary's moment: the first in partition order wins.
     ties = [_memory(scope, 17, kind="summary") for _ in range(2)]
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         for row in (odd, *ties):
             await session.execute(INSERT, row)
     full = await _read(resources, scope, settings, None)
@@ -418,7 +419,7 @@ async def test_the_records_of_a_read_for_one_query_are_the_full_reads(
         found = await reader.records(session, scope, scoped, rows)
         assert await reader.records(session, scope, scoped, []) == {}
     assert found == {row: full.records[row] for row in rows}
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         await session.execute(
             text("UPDATE memories SET is_active = false WHERE relationship_id = :r AND id = :id"),
             {"r": scope.relationship_id, "id": full.records[5].id},
@@ -449,7 +450,7 @@ async def test_stored_tokens_must_be_words(
     scope, _ = await _partition(client, make_tenant, resources)
     for tokens in (["green tea"], ["cello", ""], ["tea", None], [["a"], ["b"]]):
         with pytest.raises(DBAPIError, match="ck_memories_tokens_are_words"):
-            async with resources.sessions() as session, session.begin():
+            async with owner_sessions(resources)() as session, session.begin():
                 await session.execute(INSERT, _memory(scope, 40, tokens=tokens))
 
 
@@ -467,7 +468,7 @@ async def test_a_read_for_one_query_ranks_memories_with_wide_vectors_as_a_full_r
         _memory(scope, n, vector=_vector(n, WIDE), dimension=WIDE)
         for n in (0, 3, 7, 10, 20, 21, 40)
     ]
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         for row in wide:
             await session.execute(INSERT, row)
     narrow = np.random.default_rng(5).standard_normal(DIMENSION).astype(np.float32)
@@ -492,7 +493,7 @@ async def test_a_vector_records_its_own_width(
     scope, _ = await _partition(client, make_tenant, resources)
     for dimension in (None, DIMENSION + 1, WIDE):
         with pytest.raises(DBAPIError, match="ck_memories_vector_dimension_recorded"):
-            async with resources.sessions() as session, session.begin():
+            async with owner_sessions(resources)() as session, session.begin():
                 await session.execute(INSERT, _memory(scope, 41, dimension=dimension))
 
 
@@ -555,9 +556,9 @@ async def test_a_read_for_one_query_reads_no_row_of_the_memories_it_ranks(
 async def test_memory_terms_finds_only_the_calling_tenants_memories(
     settings: Settings, client: Any, make_tenant: Any, resources: Resources
 ) -> None:
-    """memory_terms() runs as the table's owner, past row-level security: it applies the
+    """memory_terms() runs as the system role, past row-level security: it applies the
     policy's condition itself, so a tenant's session finds nothing of another tenant's
-    relationship, whatever it passes; the system session ('*') finds every tenant's."""
+    relationship, whatever it passes, and a session naming no tenant (or '*') nothing."""
     mine, _ = await _partition(client, make_tenant, resources)
     theirs, _ = await _partition(client, make_tenant, resources)
     call = text("SELECT count(*) FROM memory_terms(:r, :t, CAST(:terms AS text[]))")
@@ -573,8 +574,8 @@ async def test_memory_terms_finds_only_the_calling_tenants_memories(
     assert await found(str(mine.tenant_id), mine) == expected
     assert await found(str(mine.tenant_id), theirs) == 0
     assert await found(str(theirs.tenant_id), mine) == 0
-    assert await found("none", mine) == 0
-    assert await found("*", theirs) == expected
+    assert await found("", mine) == 0
+    assert await found("*", theirs) == 0
     crossed = RelationshipScope(TenantId(theirs.tenant_id), mine.relationship_id)
     assert await found(str(theirs.tenant_id), crossed) == 0
     async with resources.sessions() as session:

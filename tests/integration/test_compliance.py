@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import event, text
 from sqlalchemy.exc import DBAPIError
 
-from tests.support import resolve_body, wait_for_hot_copy
+from tests.support import owner_sessions, resolve_body, wait_for_hot_copy
 from tether.core.database import TENANT_INFO, create_engine, create_session_factory
 from tether.core.resources import Resources
 from tether.profiles.consent_cache import consent_key
@@ -288,7 +288,7 @@ async def test_forget_previews_then_forgets_exactly_those(client, make_tenant, r
             "results"
         ]
     ] == ["The user likes tea"]
-    async with resources.sessions() as session:
+    async with owner_sessions(resources)() as session:
         leftover = await session.scalar(
             text("SELECT count(*) FROM memories WHERE content LIKE '%Sam%'")
         )
@@ -454,7 +454,6 @@ async def test_row_level_security_hides_other_tenants_even_without_a_filter(
             contents = (await session.execute(text("SELECT content FROM memories"))).scalars().all()
         assert contents == ["memory of rls-a"]
         async with sessions() as session:
-            session.info[TENANT_INFO] = "none"
             assert (await session.execute(text("SELECT count(*) FROM memories"))).scalar_one() == 0
         async with sessions() as session:
             session.info[TENANT_INFO] = a.id

@@ -36,6 +36,7 @@ from tether.app import bind_resources, create_app, with_outer_middleware
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
+from tether.core.tenant_sessions import tenant_session
 from tether.recall.hot import partition_keys
 
 pytestmark = pytest.mark.integration
@@ -358,7 +359,7 @@ async def _evict(world: World, t: int, r: int, how: str) -> None:
     if keys.get(how):
         await world.redis.delete(*keys[how])
     if how in {"snapshot", "all"}:
-        async with world.sessions() as session, session.begin():
+        async with tenant_session(world.sessions, scope.tenant_id) as session, session.begin():
             await session.execute(
                 text("DELETE FROM recall_snapshots WHERE relationship_id = :r"), {"r": rel.rid}
             )

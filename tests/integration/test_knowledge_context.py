@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import pytest
 from sqlalchemy import text
 
+from tests.support import owner_sessions
 from tether.core.ids import TenantId
 from tether.core.tenant_sessions import tenant_session
 from tether.knowledge.builtin import BuiltinRagEngine, knowledge_weights
@@ -92,7 +93,7 @@ async def context(
     timeout_ms=700,
     query="when does the kettle switch off",
 ):  # type: ignore[no-untyped-def]
-    async with resources.sessions() as session:
+    async with owner_sessions(resources)() as session:
         return await knowledge_for_context(
             session,
             TenantId(uuid.UUID(tenant.id)),

@@ -13,12 +13,12 @@ import pytest
 from sqlalchemy import select, update
 
 from tests.integration.test_knowledge_indexing import GUIDE, new_base, settled, upload
-from tests.support import app_client
-from tether.core.database import transaction
+from tests.support import app_client, owner_sessions
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.core.tasks import TaskQueue
+from tether.core.tenant_sessions import tenant_transaction
 from tether.knowledge.models import KnowledgeDocument
 from tether.knowledge.repositories import DocumentRepository
 from tether.knowledge.stalled import STALLED_TASK, sweep_stalled
@@ -68,7 +68,7 @@ async def _one_accepted_while_the_broker_was_away(
 
 
 async def _set(resources: Resources, document_id: str, **values: object) -> None:
-    async with transaction(resources.sessions) as session:
+    async with owner_sessions(resources)() as session, session.begin():
         await session.execute(
             update(KnowledgeDocument)
             .where(KnowledgeDocument.id == uuid.UUID(document_id))
@@ -77,7 +77,7 @@ async def _set(resources: Resources, document_id: str, **values: object) -> None
 
 
 async def _row(resources: Resources, document_id: str) -> KnowledgeDocument:
-    async with transaction(resources.sessions) as session:
+    async with owner_sessions(resources)() as session:
         statement = select(KnowledgeDocument).where(KnowledgeDocument.id == uuid.UUID(document_id))
         return (await session.execute(statement)).scalar_one()
 
@@ -190,11 +190,11 @@ async def test_a_failed_send_of_an_older_generation_marks_nothing(
     # arrives late and must not send generation 2 a second time.
     await _set(resources, document, unqueued=False, generation=2)
     row = await _row(resources, document)
-    async with transaction(resources.sessions) as session:
+    async with tenant_transaction(resources.sessions, TenantId(row.tenant_id)) as session:
         repository = DocumentRepository(session, TenantId(row.tenant_id))
         await repository.mark_unqueued(uuid.UUID(document), 1)
     assert (await _row(resources, document)).unqueued is False
-    async with transaction(resources.sessions) as session:
+    async with tenant_transaction(resources.sessions, TenantId(row.tenant_id)) as session:
         repository = DocumentRepository(session, TenantId(row.tenant_id))
         await repository.mark_unqueued(uuid.UUID(document), 2)
     assert (await _row(resources, document)).unqueued is True

@@ -37,7 +37,7 @@ def _schema_diff(url: str) -> list[object]:
 
 
 def test_upgrade_downgrade_upgrade_round_trip(settings: Settings) -> None:
-    url = settings.require_database_url()
+    url = settings.require_owner_url()
     assert migrate.current(url) == migrate.head_revision()
     migrate.downgrade(url, "base")
     assert migrate.current(url) is None
@@ -47,7 +47,7 @@ def test_upgrade_downgrade_upgrade_round_trip(settings: Settings) -> None:
 
 def test_models_and_migrations_agree(settings: Settings) -> None:
     # The equivalent of `alembic check`: autogenerate would produce nothing.
-    assert _schema_diff(settings.require_database_url()) == []
+    assert _schema_diff(settings.require_owner_url()) == []
 
 
 def _persistence(url: str, table: str) -> str:
@@ -69,7 +69,7 @@ def test_snapshots_are_unlogged_and_the_memories_they_derive_from_are_not(
 ) -> None:
     """Migration 0015: snapshots are derived data, left out of the WAL; a downgrade
     logs them again."""
-    url = settings.require_database_url()
+    url = settings.require_owner_url()
     assert _persistence(url, "recall_snapshots") == "u"
     assert _persistence(url, "memories") == "p"
     migrate.downgrade(url, "0014")
@@ -98,7 +98,7 @@ def test_tokens_that_are_not_words_are_brought_to_the_form_every_reader_split_th
     ]
 
     async def check() -> None:
-        engine = create_async_engine(async_url(settings.require_database_url()))
+        engine = create_async_engine(async_url(settings.require_owner_url()))
         async with engine.connect() as conn:
             for tokens, split, words in cases:
                 found = (

@@ -25,7 +25,7 @@ from tests.snapshot_support import (
     snapshots,
     wait_for_snapshot,
 )
-from tests.support import assert_same_partition, resolve_body, wait_for_hot_copy
+from tests.support import assert_same_partition, owner_sessions, resolve_body, wait_for_hot_copy
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
@@ -74,7 +74,7 @@ async def test_a_snapshot_is_not_stored_from_rows_that_changed_since_or_under_a_
     await wait_for_snapshot(resources, rid)  # the batch's rebuild is done
     reader, scope, partition = await _cold_read(settings, resources, tenant.id, rid)
     # Any change of a row since the read (here only its statistics) refuses the store.
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         await session.execute(
             text("UPDATE memories SET strength = 0.5 WHERE relationship_id = :r AND id = :id"),
             {"r": rid, "id": ids[0]},
@@ -82,7 +82,7 @@ async def test_a_snapshot_is_not_stored_from_rows_that_changed_since_or_under_a_
     assert not await reader.store_snapshot(resources.sessions, scope, partition)
     # A write in flight that drops snapshots holds the lock: the store backs off.
     reader, scope, partition = await _cold_read(settings, resources, tenant.id, rid)
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         await session.execute(
             text(
                 "UPDATE memories SET content = content || '!' "
@@ -161,7 +161,7 @@ async def test_a_snapshot_is_stored_again_only_once_writes_recorded_enough_chang
     rid, ids = await large(client, headers, "snap-rewrite-after")
     await wait_for_snapshot(resources, rid)
     scope = RelationshipScope(TenantId(tenant.id), RelationshipId(uuid.UUID(rid)))
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})
     assert not await store.refresh_snapshot(resources.sessions, scope)  # one change
     async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
@@ -171,7 +171,7 @@ async def test_a_snapshot_is_stored_again_only_once_writes_recorded_enough_chang
     assert MEMORIES[0] not in [r.content for r in completed.records]
     assert not await reader.store_snapshot(resources.sessions, scope, completed)
     assert await changed(resources, rid) == [ids[0]]
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         await session.execute(text(CHANGES["private"]), {"id": ids[1]})
     async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
         assert (await reader.read(session, scope, _no_vector(), "v")).merged_from is not None
@@ -194,7 +194,7 @@ def test_a_rewrite_threshold_outside_what_a_snapshot_records_is_refused(
 async def _held_in_snapshots(resources: Resources, rid: str, words: str) -> int:
     """The relationship's snapshots whose bytes hold ``words`` (texts are UTF-8 inside
     msgpack)."""
-    async with resources.sessions() as session:
+    async with owner_sessions(resources)() as session:
         found = await session.scalar(
             text(
                 "SELECT count(*) FROM recall_snapshots WHERE relationship_id = :r "
@@ -251,7 +251,7 @@ async def test_after_a_burst_of_writes_the_snapshot_holds_all_of_them(
     await evict(resources, rid)
     found = await search_filled_from_snapshot(client, headers, resources, rid, "旅行计划")
     assert sum("旅行计划" in r["content"] for r in found["results"]) == 5
-    async with resources.sessions() as session:
+    async with owner_sessions(resources)() as session:
         count = await session.scalar(
             text("SELECT memories FROM recall_snapshots WHERE relationship_id = :r"),
             {"r": rid},
@@ -279,7 +279,7 @@ async def test_a_write_committed_while_the_query_is_embedded_is_not_served_stale
 
     async def embedded_after_a_write() -> None:
         # The read has fetched the snapshot by now; this write commits before its check.
-        async with resources.sessions() as session, session.begin():
+        async with owner_sessions(resources)() as session, session.begin():
             await session.execute(text(MEANWHILE[change]), {"id": ids[0]})
 
     async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
@@ -300,7 +300,7 @@ async def _with_an_unrecorded_row(
     headers = await tenant.key("gateway")
     rid, ids = await large(client, headers, user)
     await wait_for_snapshot(resources, rid)
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         await session.execute(text(CHANGES["insert"]), {"id": ids[2]})
         await session.execute(
             text("UPDATE recall_snapshots SET changed = '{}' WHERE relationship_id = :r"),
@@ -336,7 +336,7 @@ async def test_a_write_committed_before_the_rows_the_snapshot_lacks_are_read_is_
     class WrittenToMeanwhile(ColdReader):
         async def _changes(self, *args: Any) -> Any:
             # After the check statement, before the rows it lacks are read.
-            async with resources.sessions() as session, session.begin():
+            async with owner_sessions(resources)() as session, session.begin():
                 await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})
             return await super()._changes(*args)
 
@@ -356,7 +356,7 @@ async def test_a_completed_snapshot_is_stored_unless_a_write_came_after_it(
     headers = await tenant.key("gateway")
     rid, ids = await large(client, headers, "snap-merged-store")
     await snapshot_then_evict(client, headers, resources, rid)
-    async with resources.sessions() as session, session.begin():  # recorded, not rebuilt
+    async with owner_sessions(resources)() as session, session.begin():  # recorded, not rebuilt
         await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})
     assert await changed(resources, rid) == [ids[0]]
     reader, scope = _reader(settings, tenant.id, rid)
@@ -365,7 +365,7 @@ async def test_a_completed_snapshot_is_stored_unless_a_write_came_after_it(
     assert merged.source == "snapshot"
     assert merged.merged_from is not None
     # Another recorded write since the read: its snapshot would miss it.
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         await session.execute(text(CHANGES["private"]), {"id": ids[1]})
     assert not await reader.store_snapshot(resources.sessions, scope, merged)
     assert sorted(await changed(resources, rid) or []) == sorted([ids[0], ids[1]])
@@ -399,7 +399,7 @@ async def test_a_completed_snapshot_is_stored_only_if_no_recorded_write_came_bet
     headers = await tenant.key("gateway")
     rid, ids = await large(client, headers, f"snap-merged-{write}")
     await wait_for_snapshot(resources, rid)
-    async with resources.sessions() as session, session.begin():  # recorded
+    async with owner_sessions(resources)() as session, session.begin():  # recorded
         await session.execute(text(CHANGES["deactivate"]), {"id": ids[0]})
     reader, scope = _reader(settings, tenant.id, rid)
     # What the rebuild after writes reads: the snapshot completed, not every row.
@@ -409,7 +409,7 @@ async def test_a_completed_snapshot_is_stored_only_if_no_recorded_write_came_bet
     assert (merged.source, merged.row_versions) == ("snapshot", None)
     assert merged.merged_from is not None
     statement, stored = BETWEEN_READ_AND_STORE[write]
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         await session.execute(text(statement), {"id": ids[1]})
     assert await reader.store_snapshot(resources.sessions, scope, merged) is stored
     if write == "edit":
@@ -461,7 +461,7 @@ async def test_a_snapshot_body_is_stored_out_of_line_uncompressed(
     )
     assert created.status_code == 200, created.text
     await wait_for_snapshot(resources, rid)
-    async with resources.sessions() as session:
+    async with owner_sessions(resources)() as session:
         storage = await session.scalar(
             text(
                 "SELECT attstorage::text FROM pg_attribute "

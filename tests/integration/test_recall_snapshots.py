@@ -31,7 +31,7 @@ from tests.snapshot_support import (
     snapshots,
     wait_for_snapshot,
 )
-from tests.support import resolve_body, wait_for_hot_copy
+from tests.support import owner_sessions, resolve_body, wait_for_hot_copy
 from tether.core.redis_client import broker_url
 
 pytestmark = pytest.mark.integration
@@ -168,7 +168,7 @@ async def test_the_trigger_records_a_change_or_drops_the_snapshot_if_text_change
     headers = await tenant.key("gateway")
     rid, ids = await large(client, headers, f"trigger-{change}")
     await snapshot_then_evict(client, headers, resources, rid)
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         result = await session.execute(text(CHANGES[change]), {"id": ids[0]})
         written = str(result.scalar_one()) if change == "insert" else ids[0]
     recorded = await changed(resources, rid)
@@ -201,7 +201,7 @@ async def test_recall_statistics_keep_the_snapshot_and_are_read_from_the_rows(
     await wait_for_hot_copy(resources.hot_redis, rid)
     await evict(resources, rid)
     # As reinforcement and upkeep do: statistics change in place, the snapshot stays.
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         await session.execute(
             text(
                 "UPDATE memories SET strength = 0.05, importance = 0.99, "
@@ -253,7 +253,7 @@ async def test_an_expiry_sweep_rebuilds_the_snapshots_whose_memories_it_expired(
     headers = await tenant.key("gateway")
     rid, ids = await large(client, headers, "snap-expiry")
     await wait_for_snapshot(resources, rid)
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         # Due now; expiry times are statistics, which the trigger does not record.
         await session.execute(
             text("UPDATE memories SET expires_at = now() - interval '1 second' WHERE id = :id"),
@@ -275,7 +275,7 @@ async def test_an_expiry_sweep_rebuilds_the_snapshots_whose_memories_it_expired(
 
 
 async def _active(resources: Any, memory_id: str) -> bool:
-    async with resources.sessions() as session:
+    async with owner_sessions(resources)() as session:
         found = await session.scalar(
             text("SELECT is_active FROM memories WHERE id = :id"), {"id": memory_id}
         )

@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import func, select
 
 from tests.providers_server import FakeOpenAIServer, Reply
-from tests.support import resolve_body
+from tests.support import owner_sessions, resolve_body
 from tether.memories.models import Memory
 from tether.memories.reindex import count_stale, reindex
 from tether.providers.base import ProviderError
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 
 async def _models(resources) -> dict[str | None, int]:
-    async with resources.sessions() as session:
+    async with owner_sessions(resources)() as session:
         rows = await session.execute(
             select(Memory.embedding_model, func.count()).group_by(Memory.embedding_model)
         )
@@ -61,7 +61,7 @@ async def test_reindex_moves_every_memory_to_the_new_model_and_resumes(
     finally:
         await new_model.aclose()
         server.stop()
-    async with resources.sessions() as session:
+    async with owner_sessions(resources)() as session:
         dims = set((await session.execute(select(Memory.embedding_dim))).scalars())
     assert dims == {16}
 

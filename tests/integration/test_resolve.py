@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import func, select
 
 from tenancy.models import Relationship
-from tests.support import count_sql, redis_down_client
+from tests.support import count_sql, owner_sessions, redis_down_client
 from tether.core.resources import Resources
 from tether.core.settings import Settings
 
@@ -43,7 +43,7 @@ async def test_fifty_parallel_resolves_make_one_relationship(
     assert {a.status_code for a in answers} <= {200, 201}
     assert len({a.json()["relationship_id"] for a in answers}) == 1
     assert sum(a.json()["created"] for a in answers) == 1
-    async with resources.sessions() as session:
+    async with owner_sessions(resources)() as session:
         count = await session.scalar(
             select(func.count())
             .select_from(Relationship)

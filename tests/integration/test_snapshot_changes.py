@@ -26,7 +26,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.ids import RelationshipId, RelationshipScope
-from tests.support import MIXED_MEMORIES, assert_same_partition, resolve_body
+from tests.support import MIXED_MEMORIES, assert_same_partition, owner_sessions, resolve_body
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
@@ -277,7 +277,7 @@ async def _reading(resources: Resources, scope: RelationshipScope) -> AsyncItera
 
 async def _snapshot_state(resources: Resources, scope: RelationshipScope) -> list[uuid.UUID] | None:
     """The snapshot's recorded changes, or None without a snapshot."""
-    async with resources.sessions() as session:
+    async with owner_sessions(resources)() as session:
         row = (
             await session.execute(
                 text("SELECT changed FROM recall_snapshots WHERE relationship_id = :r"),
@@ -335,7 +335,7 @@ async def test_a_snapshot_completed_with_its_changes_equals_the_rows(
     rewrite: int,
 ) -> None:
     partition = await _new_partition(client, make_tenant)
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         for sentence, group, minutes, expired in initial:
             partition.ids.append(
                 await _insert(session, partition.scope, sentence, group, minutes, expired)
@@ -350,7 +350,7 @@ async def test_a_snapshot_completed_with_its_changes_equals_the_rows(
         return
     dropped = False
     for kind, n, sentence, group in steps:
-        async with resources.sessions() as session, session.begin():
+        async with owner_sessions(resources)() as session, session.begin():
             await partition.write(session, kind, n, sentence, group)
         state = await _snapshot_state(resources, partition.scope)
         dropped = dropped or state is None
@@ -374,25 +374,25 @@ async def test_past_the_limit_of_changes_the_snapshot_is_dropped(
     settings: Settings, client: Any, make_tenant: Any, resources: Resources
 ) -> None:
     partition = await _new_partition(client, make_tenant)
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         for i, sentence in enumerate(SENTENCES):
             partition.ids.append(await _insert(session, partition.scope, sentence, "s-1", i))
     reader = ColdReader(rank_weights(settings), None, 2)
     assert await _store_from_rows(reader, resources, partition.scope)
     rows = [(partition.scope, SENTENCES[i % len(SENTENCES)], None, i, False) for i in range(50)]
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         for start in range(0, MAX_CHANGES, 50):  # statements of 50, up to the limit
             await _insert_many(session, rows[: min(50, MAX_CHANGES - start)])
     assert len(await _snapshot_state(resources, partition.scope) or []) == MAX_CHANGES
     served, from_rows = await _both_ways(reader, resources, partition.scope)
     assert served.source == "snapshot"
     assert_same_partition(served, from_rows, QUERIES)
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         await _insert(session, partition.scope, "用户明天去北京", None, 1)
     assert await _snapshot_state(resources, partition.scope) is None
     # One statement of more than the limit drops a fresh snapshot at once.
     assert await _store_from_rows(reader, resources, partition.scope)
-    async with resources.sessions() as session, session.begin():
+    async with owner_sessions(resources)() as session, session.begin():
         await session.execute(
             text(
                 "INSERT INTO memories (relationship_id, id, tenant_id, memory_type, layer, "

@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import text
 
 from tests.support import resolve_body
-from tether.core.database import transaction
 from tether.core.resources import Resources
 from tether.core.settings import AccessSettings, Settings
+from tether.core.tenant_sessions import tenant_transaction
 
 pytestmark = pytest.mark.integration
 
@@ -250,7 +250,7 @@ async def test_a_rule_written_by_another_replica_applies_within_the_ttl(
     memories = f"/v1/relationships/{rid}/memories"
     assert (await client.get(memories, headers=compliance)).status_code == 403  # loads the rules
     # What another API process's PUT leaves in Postgres (this process is not told).
-    async with transaction(resources.sessions) as session:
+    async with tenant_transaction(resources.sessions, tenant.id) as session:
         await session.execute(
             text(
                 "INSERT INTO tenant_policies (id, tenant_id, role, object, action, effect)"
@@ -268,7 +268,7 @@ async def test_a_rule_smuggled_in_by_sql_cannot_open_an_administrative_object(
     client, make_tenant, resources: Resources
 ) -> None:
     tenant = await make_tenant()
-    async with transaction(resources.sessions) as session:
+    async with tenant_transaction(resources.sessions, tenant.id) as session:
         await session.execute(
             text(
                 "INSERT INTO tenant_policies (id, tenant_id, role, object, action, effect)"

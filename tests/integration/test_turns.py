@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import func, select
 
 from tenancy.ids import RelationshipId, RelationshipScope
-from tests.support import count_sql, redis_down_client, resolve_body
+from tests.support import count_sql, owner_sessions, redis_down_client, resolve_body
 from tether.core import task_queues
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
@@ -42,7 +42,7 @@ async def _working_memory(
 
 
 async def _stored(resources: Resources, rid: str) -> int:
-    async with resources.sessions() as session:
+    async with owner_sessions(resources)() as session:
         statement = select(func.count()).where(Turn.relationship_id == uuid.UUID(rid))
         return int((await session.execute(statement)).scalar_one())
 
@@ -317,7 +317,7 @@ async def test_redis_down_still_accepts_turns_into_postgres(
 async def test_listing_turns_pages_and_filters_by_session(
     client, gateway, resources, settings
 ) -> None:
-    from tether.core.database import transaction
+    from tether.core.tenant_sessions import tenant_transaction
     from tether.turns.pending import PendingTurn
     from tether.turns.services import store_turns
 
@@ -337,7 +337,7 @@ async def test_listing_turns_pages_and_filters_by_session(
         )
         for i in range(5)
     ]
-    async with transaction(resources.sessions) as session:
+    async with tenant_transaction(resources.sessions, scope.tenant_id) as session:
         await store_turns(session, scope, turns)
     url = f"/v1/relationships/{rid}/turns"
     first = (await client.get(url, params={"limit": 2}, headers=headers)).json()

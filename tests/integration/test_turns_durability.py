@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import func, select
 
 from tests.conftest import start_worker, stop_worker
-from tests.support import resolve_body
+from tests.support import owner_sessions, resolve_body
 from tether.app import bind_resources, create_app, with_outer_middleware
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
@@ -64,7 +64,7 @@ async def _send(
 
 async def _durable(resources: Resources) -> dict[str, str]:
     """turn id → relationship id of every stored turn."""
-    async with resources.sessions() as session:
+    async with owner_sessions(resources)() as session:
         rows = await session.execute(select(Turn.id, Turn.relationship_id))
         return {str(t): str(r) for t, r in rows}
 
@@ -97,7 +97,7 @@ async def test_accepted_turns_become_durable_and_sessions_end(
     assert {i for i, r in stored.items() if r == rid} == set(ids)
     deadline = time.monotonic() + 30
     while True:
-        async with resources.sessions() as session:
+        async with owner_sessions(resources)() as session:
             row = (
                 await session.execute(select(ChatSession).where(ChatSession.session_id == "s-e2e"))
             ).scalar_one_or_none()
@@ -169,7 +169,7 @@ async def test_a_worker_killed_mid_stream_loses_and_duplicates_nothing(
         stop_worker(worker)
     new = {t: r for t, r in stored.items() if t not in before}
     assert new == expected
-    async with resources.sessions() as session:
+    async with owner_sessions(resources)() as session:
         total = (await session.execute(select(func.count()).select_from(Turn))).scalar_one()
     assert total == len(stored)  # the primary key forbids doubles; counted anyway
 

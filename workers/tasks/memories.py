@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from redis.exceptions import RedisError
 
 from tenancy.ids import RelationshipScope
-from tether.core.database import transaction
 from tether.core.database_errors import DATABASE_ERRORS
 from tether.core.resources import Resources
+from tether.core.tenant_sessions import tenant_transaction
 from tether.memories.expiry import expire_due
 from tether.memories.repositories import MemoryRepository
 from tether.memories.session_extraction import SessionExtraction
@@ -44,7 +44,7 @@ async def _extract(
     resources: Resources, scope: RelationshipScope, session_id: str
 ) -> dict[str, object]:
     services = services_for(resources)
-    async with transaction(resources.sessions) as session:
+    async with tenant_transaction(resources.sessions, scope.tenant_id) as session:
         report = await SessionExtraction(
             session,
             scope,
@@ -79,7 +79,7 @@ def extract_session(tenant_id: str, relationship_id: str, session_id: str) -> di
 
 async def _reinforce(resources: Resources, scope: RelationshipScope, ids: list[uuid.UUID]) -> int:
     memory = resources.settings.memory
-    async with transaction(resources.sessions) as session:
+    async with tenant_transaction(resources.sessions, scope.tenant_id) as session:
         # Strength only stretches the forgetting curve: the hot partition is not
         # invalidated for it (it catches up on its next rebuild).
         return await MemoryRepository(session, scope).reinforce(

@@ -9,11 +9,15 @@ from celery import Task
 
 from tenancy.ids import RelationshipScope
 from tether.core.database import transaction
+from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.tasks import QueueUnavailable
+from tether.core.tenant_sessions import tenant_transaction
 from tether.turns.maintenance import (
     SessionRef,
+    by_tenant,
     close_idle_sessions,
+    idle_sessions,
     sessions_awaiting_extraction,
 )
 from tether.turns.repositories import ChatSessionRepository, TurnRepository
@@ -30,14 +34,14 @@ EXTRACTION_GRACE = timedelta(minutes=2)
 
 
 async def _durable_count(resources: Resources, scope: RelationshipScope, session_id: str) -> int:
-    async with transaction(resources.sessions) as session:
+    async with tenant_transaction(resources.sessions, scope.tenant_id) as session:
         return await TurnRepository(session, scope).count_in_session(session_id)
 
 
 async def _end(
     resources: Resources, scope: RelationshipScope, session_id: str, reason: str
 ) -> None:
-    async with transaction(resources.sessions) as session:
+    async with tenant_transaction(resources.sessions, scope.tenant_id) as session:
         await ChatSessionRepository(session, scope).end(session_id, reason, datetime.now(UTC))
     await _schedule(resources, [SessionRef(scope.tenant_id, scope.relationship_id, session_id)])
 
@@ -82,8 +86,14 @@ async def _sweep(resources: Resources) -> tuple[int, int]:
     settings = resources.settings
     now = datetime.now(UTC)
     idle_before = now - timedelta(minutes=settings.ingest.session_idle_minutes)
+    # Found across tenants by the system functions; each tenant's closed in its own
+    # transaction, under row-level security.
     async with transaction(resources.sessions) as session:
-        closed = await close_idle_sessions(session, idle_before, now, SWEEP_BATCH)
+        idle = await idle_sessions(session, idle_before, SWEEP_BATCH)
+    closed: list[SessionRef] = []
+    for tenant_id, refs in by_tenant(idle).items():
+        async with tenant_transaction(resources.sessions, TenantId(tenant_id)) as session:
+            closed += await close_idle_sessions(session, refs, idle_before, now)
     async with transaction(resources.sessions) as session:
         stale = await sessions_awaiting_extraction(session, now - EXTRACTION_GRACE, SWEEP_BATCH)
     await _schedule(resources, closed + stale)

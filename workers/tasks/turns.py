@@ -9,11 +9,11 @@ from sqlalchemy import update
 
 from tenancy.ids import RelationshipId, RelationshipScope
 from tenancy.models import Relationship
-from tether.core.database import transaction
 from tether.core.ids import TenantId
 from tether.core.instruments import record_persist_lag
 from tether.core.resources import Resources
 from tether.core.telemetry import annotate
+from tether.core.tenant_sessions import tenant_transaction
 from tether.turns.pending import PendingTurn
 from tether.turns.reconcile import reconcile
 from tether.turns.services import PERSIST_TASK, store_turns
@@ -28,7 +28,7 @@ def scope_of(tenant_id: str, relationship_id: str) -> RelationshipScope:
 
 
 async def _persist(resources: Resources, scope: RelationshipScope, turns: list[PendingTurn]) -> int:
-    async with transaction(resources.sessions) as session:
+    async with tenant_transaction(resources.sessions, scope.tenant_id) as session:
         inserted = await store_turns(session, scope, turns)
         if inserted:
             latest = max(t.at for t in inserted)

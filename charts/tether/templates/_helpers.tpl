@@ -89,7 +89,7 @@ Every non-secret setting as a YAML map: the settings ConfigMap's data, and the m
 Job's inline env (the hook runs before the ConfigMap exists).
 */}}
 {{- define "tether.settings" -}}
-{{- $forbidden := list "TETHER_DATABASE_URL" "TETHER_REDIS_URL" "TETHER_HOT_REDIS_URL" }}
+{{- $forbidden := list "TETHER_DATABASE_URL" "TETHER_DB__OWNER_URL" "TETHER_REDIS_URL" "TETHER_HOT_REDIS_URL" }}
 {{- range .Values.secrets.providers }}
 {{- $forbidden = append $forbidden .env }}
 {{- end }}

@@ -58,12 +58,11 @@ def async_url(url: str) -> str:
     raise ValueError(f"not a PostgreSQL URL: {url.split('://', 1)[0]}://…")
 
 
-# The tenant a session works for, in ``session.info``: row-level security on content
-# tables shows only that tenant's rows. "*" (system jobs, the default) sees every tenant;
-# API requests always set their caller's tenant (see tether.core.deps).
+# The tenant a session works for, in ``session.info``: row-level security shows and
+# accepts only that tenant's rows. A session that names none sees no tenant's rows
+# (migration 0017): work across tenants goes through the system functions instead
+# (docs/security.md), never through an "every tenant" value.
 TENANT_INFO = "tether.tenant"
-SYSTEM_TENANT = "*"
-NO_TENANT = "none"
 
 
 class TenantSession(Session):
@@ -72,8 +71,12 @@ class TenantSession(Session):
 
 @event.listens_for(TenantSession, "after_begin")
 def _set_tenant(session: Session, _: SessionTransaction, connection: Any) -> None:
-    tenant = str(session.info.get(TENANT_INFO, SYSTEM_TENANT))
-    connection.execute(text("SELECT set_config('tether.tenant_id', :t, true)"), {"t": tenant})
+    tenant = session.info.get(TENANT_INFO)
+    # Set even when none (""): what a transaction sees never depends on the connection's past.
+    connection.execute(
+        text("SELECT set_config('tether.tenant_id', :t, true)"),
+        {"t": "" if tenant is None else str(tenant)},
+    )
 
 
 def create_engine(settings: Settings) -> AsyncEngine:
@@ -118,7 +121,10 @@ def create_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSessi
 
 @asynccontextmanager
 async def transaction(factory: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
-    """A session inside one transaction: committed on success, rolled back on error."""
+    """A session inside one transaction: committed on success, rolled back on error.
+
+    It names no tenant, so it sees no tenant's rows: for calling the system functions
+    of migration 0017 only. Tenant work uses ``tenant_sessions.tenant_transaction``."""
     async with factory() as session:
         async with session.begin():
             yield session

@@ -10,7 +10,7 @@ from litestar.datastructures import State
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tether.core.database import NO_TENANT, TENANT_INFO
+from tether.core.database import TENANT_INFO
 from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.core.unit_of_work import discard_after_commit, run_after_commit
@@ -41,7 +41,8 @@ async def provide_session(
     resources: Resources = state.resources
     async with resources.sessions() as session:
         tenant = getattr(request.scope.get("user"), "tenant_id", None)
-        session.info[TENANT_INFO] = NO_TENANT if tenant is None else str(tenant)
+        if tenant is not None:  # unauthenticated: no tenant, so no rows
+            session.info[TENANT_INFO] = str(tenant)
         try:
             async with session.begin():
                 yield session

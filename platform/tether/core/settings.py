@@ -15,6 +15,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from tether.core import task_queues
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+# The login the service connects as: it owns nothing and is held to row-level security
+# (migration 0017). The embedded runtime creates it; in production a DBA does.
 APP_ROLE = "tether_app"
 
 
@@ -38,9 +40,15 @@ class DatabaseSettings(BaseModel):
     # Statements that touch many rows (erasure, a document's chunks) go in pages under it.
     statement_timeout_seconds: float = Field(default=30.0, ge=0)
     echo: bool = False
-    # The role every connection switches to (SET ROLE): the application role the
-    # migrations create, which may not change audit rows and is subject to row-level
-    # security. Unset: connect as the login user (who then needs the same limits).
+    # Where migrations connect: the tables' owner (``tether migrate``, the start-up
+    # migration of ``tether serve``, the Helm migration Job). The service itself
+    # connects with ``TETHER_DATABASE_URL``, as a login that owns nothing. Unset: the
+    # migrations use ``TETHER_DATABASE_URL`` too (that login is then the owner, and
+    # the service needs ``role``). Embedded: set by the runtime.
+    owner_url: str | None = None
+    # A role every connection switches to (SET ROLE) after connecting. Only for a
+    # deployment whose service still logs in as the owner: the login could switch back,
+    # so prefer a login of its own in TETHER_DATABASE_URL (docs/security.md).
     role: str | None = Field(default=None, pattern=r"^[a-z_][a-z0-9_]{0,62}$")
 
 
@@ -293,13 +301,15 @@ class Settings(BaseSettings):
         return self.database_url is None or self.redis_url is None
 
     def with_endpoints(
-        self, database_url: str, redis_url: str, hot_redis_url: str | None = None
+        self,
+        database_url: str,
+        redis_url: str,
+        hot_redis_url: str | None = None,
+        owner_url: str | None = None,
     ) -> Settings:
-        """A copy that points at concrete services (used once the embedded ones run).
-
-        The embedded database is ours, so its connections also take the application
-        role (created by the migrations) unless another one was configured."""
-        db = self.db if self.db.role else self.db.model_copy(update={"role": APP_ROLE})
+        """A copy that points at concrete services (used once the embedded ones run):
+        ``database_url`` the service's login, ``owner_url`` (if given) the owner's."""
+        db = self.db if owner_url is None else self.db.model_copy(update={"owner_url": owner_url})
         update: dict[str, object] = {"database_url": database_url, "redis_url": redis_url, "db": db}
         if hot_redis_url is not None:
             update["hot_redis_url"] = hot_redis_url
@@ -310,6 +320,10 @@ class Settings(BaseSettings):
         if self.database_url is None:
             raise RuntimeError("TETHER_DATABASE_URL is not set and no embedded Postgres runs")
         return self.database_url
+
+    def require_owner_url(self) -> str:
+        """Where migrations connect: the owner's URL, else the service's."""
+        return self.db.owner_url or self.require_database_url()
 
     def require_broker_url(self) -> str:
         """Where tasks go: the dedicated broker if set, else the Redis of ``redis_url``."""

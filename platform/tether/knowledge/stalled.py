@@ -22,13 +22,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, select, update
+from sqlalchemy import ColumnElement, text, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tether.core.database import transaction
 from tether.core.ids import TenantId
 from tether.core.settings import KnowledgeSettings
 from tether.core.tasks import QueueUnavailable, TaskQueue
+from tether.core.tenant_sessions import tenant_transaction
 from tether.knowledge.documents import INDEX_TASK
 from tether.knowledge.models import KnowledgeDocument
 from tether.knowledge.schemas import DocumentStatus
@@ -64,21 +65,18 @@ class SweepReport:
 Fail = Callable[[TenantId, uuid.UUID, int, str], Awaitable[None]]
 
 
+_STALLED = text(
+    "SELECT tenant_id, document_id, generation, requeues, unqueued "
+    "FROM tether_stalled_documents(:before, :statuses, :n)"
+)
+
+
 async def _stalled(session: AsyncSession, before: datetime) -> list[StalledDocument]:
-    # Across tenants by nature (a maintenance sweep over ids and times, not content).
-    statement = (
-        select(
-            KnowledgeDocument.tenant_id,
-            KnowledgeDocument.id,
-            KnowledgeDocument.generation,
-            KnowledgeDocument.requeues,
-            KnowledgeDocument.unqueued,
-        )
-        .where(*_waiting(before))
-        .order_by(KnowledgeDocument.updated_at)
-        .limit(BATCH)
-    )
-    rows = await session.execute(statement)
+    """Across tenants by nature, through a system function of migration 0017 (ids and
+    counters of documents waiting, unchanged since ``before`` or never queued; the
+    condition ``_waiting`` states again when a try is counted)."""
+    bound = {"before": before, "statuses": list(WAITING), "n": BATCH}
+    rows = await session.execute(_STALLED, bound)
     return [StalledDocument(TenantId(t), d, g, r, u) for t, d, g, r, u in rows]
 
 
@@ -137,7 +135,7 @@ async def sweep_stalled(
             unsent += 1
             continue
         # Counted after the send: a try that never reached the queue is not one.
-        async with transaction(sessions) as session:
+        async with tenant_transaction(sessions, document.tenant_id) as session:
             if await _count_requeue(session, document, before, now):
                 queued += document.unqueued
                 requeued += not document.unqueued

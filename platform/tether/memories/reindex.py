@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from sqlalchemy import ColumnElement, func, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from tenancy.access.repositories import TenantRepository
 from tenancy.ids import RelationshipId, RelationshipScope
 from tether.core.database import transaction
 from tether.core.ids import TenantId
+from tether.core.tenant_sessions import tenant_session, tenant_transaction
 from tether.memories.models import Memory
 from tether.memories.writer import Invalidate
 from tether.providers.base import EmbeddingProvider
@@ -49,16 +51,65 @@ def _stale(embedder: EmbeddingProvider, everything: bool) -> list[ColumnElement[
     ]
 
 
-async def count_stale(
-    sessions: async_sessionmaker[AsyncSession], embedder: EmbeddingProvider, everything: bool
+async def _tenants(sessions: async_sessionmaker[AsyncSession]) -> list[TenantId]:
+    async with transaction(sessions) as session:
+        return await TenantRepository(session).ids()
+
+
+async def _count(
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: TenantId,
+    embedder: EmbeddingProvider,
+    everything: bool,
 ) -> int:
-    async with sessions() as session:
+    async with tenant_session(sessions, tenant_id) as session:
         statement = (
             select(func.count())
             .select_from(Memory)
             .where(Memory.deleted_at.is_(None), *_stale(embedder, everything))
         )
         return int((await session.execute(statement)).scalar_one())
+
+
+async def count_stale(
+    sessions: async_sessionmaker[AsyncSession], embedder: EmbeddingProvider, everything: bool
+) -> int:
+    """How many memories of every tenant the run would recompute."""
+    return sum([await _count(sessions, t, embedder, everything) for t in await _tenants(sessions)])
+
+
+async def _batch(
+    session: AsyncSession,
+    embedder: EmbeddingProvider,
+    everything: bool,
+    batch: int,
+    after: tuple[uuid.UUID, uuid.UUID] | None,
+) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """Recompute the next ``batch`` memories after ``after``; their (relationship, id)."""
+    statement = (
+        select(Memory.relationship_id, Memory.id, Memory.content)
+        .where(Memory.deleted_at.is_(None), *_stale(embedder, everything))
+        .order_by(Memory.relationship_id, Memory.id)
+        .limit(batch)
+    )
+    if after is not None:  # keyset: never revisits a row in this run
+        statement = statement.where(tuple_(Memory.relationship_id, Memory.id) > after)
+    rows = list(await session.execute(statement))
+    if not rows:
+        return []
+    vectors = await embedder.embed([content for _, _, content in rows])
+    for (relationship_id, memory_id, content), vector in zip(rows, vectors, strict=True):
+        await session.execute(
+            update(Memory)
+            .where(Memory.relationship_id == relationship_id, Memory.id == memory_id)
+            .values(
+                tokens=tokenize(content),
+                embedding=vector,
+                embedding_model=embedder.name,
+                embedding_dim=embedder.dimension,
+            )
+        )
+    return [(relationship_id, memory_id) for relationship_id, memory_id, _ in rows]
 
 
 async def reindex(
@@ -71,42 +122,21 @@ async def reindex(
     report: Callable[[Progress], None] = lambda _: None,
 ) -> Progress:
     """Recompute tokens and vectors of every memory not made by ``embedder`` (or of all
-    of them with ``everything``), ``batch`` rows per transaction."""
-    progress = Progress(0, await count_stale(sessions, embedder, everything), time.monotonic())
-    after: tuple[uuid.UUID, uuid.UUID] | None = None
-    while True:
-        touched: set[tuple[uuid.UUID, uuid.UUID]] = set()
-        async with transaction(sessions) as session:
-            statement = (
-                select(Memory.relationship_id, Memory.id, Memory.tenant_id, Memory.content)
-                .where(Memory.deleted_at.is_(None), *_stale(embedder, everything))
-                .order_by(Memory.relationship_id, Memory.id)
-                .limit(batch)
-            )
-            if after is not None:  # keyset: never revisits a row in this run
-                statement = statement.where(tuple_(Memory.relationship_id, Memory.id) > after)
-            rows = list(await session.execute(statement))
-            if not rows:
-                return progress
-            vectors = await embedder.embed([content for _, _, _, content in rows])
-            for (relationship_id, memory_id, tenant_id, content), vector in zip(
-                rows, vectors, strict=True
-            ):
-                await session.execute(
-                    update(Memory)
-                    .where(Memory.relationship_id == relationship_id, Memory.id == memory_id)
-                    .values(
-                        tokens=tokenize(content),
-                        embedding=vector,
-                        embedding_model=embedder.name,
-                        embedding_dim=embedder.dimension,
-                    )
-                )
-                touched.add((tenant_id, relationship_id))
-            after = (rows[-1][0], rows[-1][1])
-        for tenant_id, relationship_id in touched:
-            await invalidate(
-                RelationshipScope(TenantId(tenant_id), RelationshipId(relationship_id))
-            )
-        progress.done += len(rows)
-        report(progress)
+    of them with ``everything``), one tenant after another (each under row-level
+    security), ``batch`` rows per transaction."""
+    tenants = await _tenants(sessions)
+    total = sum([await _count(sessions, t, embedder, everything) for t in tenants])
+    progress = Progress(0, total, time.monotonic())
+    for tenant_id in tenants:
+        after: tuple[uuid.UUID, uuid.UUID] | None = None
+        while True:
+            async with tenant_transaction(sessions, tenant_id) as session:
+                done = await _batch(session, embedder, everything, batch, after)
+            if not done:
+                break
+            for relationship_id in {relationship_id for relationship_id, _ in done}:
+                await invalidate(RelationshipScope(tenant_id, RelationshipId(relationship_id)))
+            after = done[-1]
+            progress.done += len(done)
+            report(progress)
+    return progress

@@ -82,6 +82,36 @@ async def _database(url: str) -> str:
     return f"PostgreSQL {version}, pgvector {vector}, schema {state}"
 
 
+# Who the service runs as, and whether row-level security can bind it (docs/security.md).
+_WHO = text(
+    "SELECT current_user::text, session_user::text, r.rolsuper OR r.rolbypassrls, "
+    "(SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    " WHERE n.nspname = 'public' AND c.relowner = r.oid) "
+    "FROM pg_roles r WHERE r.rolname = current_user"
+)
+_OWN_LOGIN = "give the service a login of its own that owns nothing (docs/security.md)"
+
+
+async def _row_security(url: str, role: str | None) -> str:
+    engine = create_async_engine(async_url(url))
+    try:
+        async with engine.connect() as conn:
+            if role:  # a validated identifier (settings)
+                await conn.execute(text(f'SET ROLE "{role}"'))
+            user, login, bypasses, owned = (await conn.execute(_WHO)).one()
+    finally:
+        await engine.dispose()
+    if bypasses:
+        raise StartupError(
+            f"the service runs as {user}, which bypasses row-level security", _OWN_LOGIN
+        )
+    if owned:
+        raise StartupError(f"the service runs as {user}, which owns {owned} tables", _OWN_LOGIN)
+    if user != login:
+        return f"as {user}, switched to from {login}, which could switch back: {_OWN_LOGIN}"
+    return f"as {user}, which owns nothing and is held to row-level security"
+
+
 async def _redis(url: str) -> str:
     client = Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
     try:
@@ -110,6 +140,10 @@ def run_checks(settings: Settings) -> list[Finding]:
                 lambda: asyncio.run(_database(url)),
                 "check TETHER_DATABASE_URL; install pgvector; run `tether migrate`",
             )
+        )
+        role = settings.db.role
+        findings.append(
+            _check("row_security", lambda: asyncio.run(_row_security(url, role)), _OWN_LOGIN)
         )
     if settings.redis_url is None:
         findings.append(_check("embedded_redis", _redis_binary, "run `make install`"))

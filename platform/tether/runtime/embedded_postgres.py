@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from tether.core.settings import APP_ROLE
 from tether.runtime.preflight import StartupError
 
 log = logging.getLogger(__name__)
@@ -108,8 +109,13 @@ class EmbeddedPostgres:
         self._shared_buffers_mb = shared_buffers_mb
         self._server: Any = None
 
+    @property
+    def database(self) -> str:
+        return self._database
+
     def start(self) -> str:
-        """Start the server if needed, create the database, return its libpq URL."""
+        """Start the server if needed, create the database and the service's login,
+        return the database's libpq URL as the owner (``app_url`` for the service)."""
         megabytes = self._shared_buffers_mb
         if megabytes is not None:
             _check_fits(megabytes)
@@ -119,6 +125,7 @@ class EmbeddedPostgres:
             self._configure(megabytes, restart=not joined)
             self._hint_huge_pages()
         self.ensure_database(self._database)
+        self.ensure_app_login()
         return self.url(self._database)
 
     def _running(self) -> bool:
@@ -248,8 +255,28 @@ class EmbeddedPostgres:
         return True
 
     def url(self, database: str) -> str:
-        """The libpq URL of one database on this server (unix socket)."""
+        """The libpq URL of one database on this server (unix socket), as the server's
+        superuser: the owner, which runs the migrations."""
         return str(self._server.get_uri(database))
+
+    def app_url(self, database: str) -> str:
+        """The same database as the service's login (``APP_ROLE``), which owns nothing."""
+        scheme, rest = self.url(database).split("://", 1)
+        return f"{scheme}://{APP_ROLE}@{rest.split('@', 1)[1]}"
+
+    def ensure_app_login(self) -> None:
+        """Create the service's login, or let the role of an older data directory (made
+        NOLOGIN by migration 0004) log in. The socket's trust authentication lets it in
+        without a password; the server listens on nothing else."""
+        self.psql(
+            f"""DO $$ BEGIN
+              IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
+                ALTER ROLE {APP_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS;
+              ELSE
+                CREATE ROLE {APP_ROLE} LOGIN;
+              END IF;
+            END $$;"""  # noqa: S608 - a constant name
+        )
 
     def ensure_database(self, name: str, template: str | None = None) -> None:
         """Create a database if it does not exist (optionally from a template)."""

@@ -38,6 +38,8 @@ def worker_command(settings: Settings, *, with_beat: bool) -> list[str]:
 
 def worker_env(settings: Settings) -> dict[str, str]:
     env = dict(os.environ)
+    # The service's login only: a worker never needs the owner's.
+    env.pop("TETHER_DB__OWNER_URL", None)
     env["TETHER_DATABASE_URL"] = settings.require_database_url()
     env["TETHER_REDIS_URL"] = settings.require_redis_url()
     if settings.hot_redis_url:
@@ -79,7 +81,7 @@ def serve(settings: Settings) -> None:
         lock.acquire()
     try:
         with backing_services(settings) as live:
-            migrate.upgrade(live.require_database_url())
+            migrate.upgrade(live.require_owner_url())
             worker = start_worker(live)
             try:
                 config = uvicorn.Config(

@@ -19,21 +19,24 @@ def backing_services(settings: Settings, *, need_redis: bool = True) -> Iterator
     postgres: EmbeddedPostgres | None = None
     redises: list[EmbeddedRedis] = []
     database_url, redis_url = settings.database_url, settings.redis_url
-    hot_redis_url = settings.hot_redis_url
+    hot_redis_url, owner_url = settings.hot_redis_url, None
     try:
         if database_url is None or (need_redis and redis_url is None):
             data_dir = ensure_writable_dir(settings.data_dir)
             if database_url is None:
                 buffers = settings.embedded_shared_buffers_mb or default_shared_buffers_mb()
                 postgres = EmbeddedPostgres(data_dir, shared_buffers_mb=buffers)
-                database_url = postgres.start()
+                # Migrations run as the server's superuser (the owner); the service
+                # connects as its own login, which owns nothing (docs/security.md).
+                owner_url = postgres.start()
+                database_url = postgres.app_url(postgres.database)
             if need_redis and redis_url is None:
                 redises.append(EmbeddedRedis(data_dir))
                 redis_url = redises[-1].start()
                 if hot_redis_url is None:
                     redises.append(EmbeddedRedis(data_dir, cache=True))
                     hot_redis_url = redises[-1].start()
-        yield settings.with_endpoints(database_url, redis_url or "", hot_redis_url)
+        yield settings.with_endpoints(database_url, redis_url or "", hot_redis_url, owner_url)
     finally:
         for redis in reversed(redises):
             redis.stop()

@@ -1,17 +1,26 @@
-"""Tenant-wide session maintenance for the periodic sweep. These statements touch
-session bookkeeping only (ids and times), never content, so they are the one place
-allowed to look across relationships."""
+"""Session maintenance for the periodic sweep. Finding the due sessions looks across
+tenants, through the system functions of migration 0017 (ids and times only); closing
+them happens in a transaction bound to their tenant, like any other write."""
 
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import select, text, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tether.turns.models import ChatSession
+
+_IDLE = text(
+    "SELECT tenant_id, relationship_id, session_id FROM tether_idle_sessions(:before, :limit)"
+)
+_UNEXTRACTED = text(
+    "SELECT tenant_id, relationship_id, session_id "
+    "FROM tether_unextracted_sessions(:before, :limit)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,14 +30,35 @@ class SessionRef:
     session_id: str
 
 
-async def close_idle_sessions(
-    session: AsyncSession, idle_before: datetime, now: datetime, limit: int
+def by_tenant(refs: list[SessionRef]) -> dict[uuid.UUID, list[SessionRef]]:
+    grouped: dict[uuid.UUID, list[SessionRef]] = defaultdict(list)
+    for ref in refs:
+        grouped[ref.tenant_id].append(ref)
+    return dict(grouped)
+
+
+async def idle_sessions(
+    session: AsyncSession, idle_before: datetime, limit: int
 ) -> list[SessionRef]:
-    """End up to ``limit`` sessions whose last turn is older than ``idle_before``."""
+    """Up to ``limit`` open sessions of any tenant whose last turn is older than
+    ``idle_before``, oldest first."""
+    rows = await session.execute(_IDLE, {"before": idle_before, "limit": limit})
+    return [SessionRef(*row) for row in rows]
+
+
+async def close_idle_sessions(
+    session: AsyncSession, refs: list[SessionRef], idle_before: datetime, now: datetime
+) -> list[SessionRef]:
+    """End those of ``refs`` (sessions of the session's tenant) still idle; a session
+    another transaction holds (a turn arriving) is left for the next sweep."""
+    pairs = [(ref.relationship_id, ref.session_id) for ref in refs]
     idle = (
         select(ChatSession.relationship_id, ChatSession.session_id)
-        .where(ChatSession.ended_at.is_(None), ChatSession.last_turn_at < idle_before)
-        .limit(limit)
+        .where(
+            tuple_(ChatSession.relationship_id, ChatSession.session_id).in_(pairs),
+            ChatSession.ended_at.is_(None),
+            ChatSession.last_turn_at < idle_before,
+        )
         .with_for_update(skip_locked=True)
         .cte("idle")
     )
@@ -47,15 +77,7 @@ async def close_idle_sessions(
 async def sessions_awaiting_extraction(
     session: AsyncSession, ended_before: datetime, limit: int
 ) -> list[SessionRef]:
-    """Ended sessions whose extraction has not happened (a lost task, a queue outage)."""
-    statement = (
-        select(ChatSession.tenant_id, ChatSession.relationship_id, ChatSession.session_id)
-        .where(
-            ChatSession.ended_at.is_not(None),
-            ChatSession.extracted_at.is_(None),
-            ChatSession.ended_at < ended_before,
-        )
-        .order_by(ChatSession.ended_at)
-        .limit(limit)
-    )
-    return [SessionRef(*row) for row in await session.execute(statement)]
+    """Ended sessions of any tenant whose extraction has not happened (a lost task, a
+    queue outage), oldest first."""
+    rows = await session.execute(_UNEXTRACTED, {"before": ended_before, "limit": limit})
+    return [SessionRef(*row) for row in rows]

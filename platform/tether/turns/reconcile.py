@@ -17,8 +17,8 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tenancy.ids import RelationshipId, RelationshipScope
-from tether.core.database import transaction
 from tether.core.ids import TenantId
+from tether.core.tenant_sessions import tenant_transaction
 from tether.turns.claims import RECENT_KEY
 from tether.turns.pending import PendingTurn
 from tether.turns.repositories import TurnRepository
@@ -50,7 +50,7 @@ async def _repair(
     entries = await WorkingMemory(redis).recent(scope, cap)
     if not entries:
         return 0
-    async with transaction(sessions) as session:
+    async with tenant_transaction(sessions, scope.tenant_id) as session:
         stored = {
             t.id for t in await TurnRepository(session, scope).by_ids([e.id for e in entries])
         }
