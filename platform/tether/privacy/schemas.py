@@ -6,8 +6,10 @@ from typing import Annotated
 
 import msgspec
 
-Tag = Annotated[str, msgspec.Meta(pattern=r"^[A-Z][A-Z0-9_]{0,31}$")]
-Pattern = Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
+from tether.core.text import items, text
+
+Tag = Annotated[str, msgspec.Meta(max_length=32, pattern="^[A-Z][A-Z0-9_]{0,31}$")]
+Pattern = Annotated[str, text(500, min_length=1)]
 
 
 class PrivacyPattern(msgspec.Struct, forbid_unknown_fields=True):
@@ -16,4 +18,4 @@ class PrivacyPattern(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class PrivacyPatterns(msgspec.Struct, forbid_unknown_fields=True):
-    patterns: Annotated[list[PrivacyPattern], msgspec.Meta(max_length=50)]
+    patterns: Annotated[list[PrivacyPattern], items(50)]
