@@ -8,14 +8,14 @@ from typing import Annotated, Literal
 import msgspec
 
 from tenancy.resolve.schemas import ExternalId, PersonaRef, UserRef
-from tether.core.text import Content, items, text
+from tether.core.text import CONTENT_CHARS, items, text
 
 Query = Annotated[str, text(4000, min_length=1)]
 
 
 class ChatMessage(msgspec.Struct, forbid_unknown_fields=True):
     role: Literal["system", "user", "assistant", "tool"]
-    content: Content
+    content: Annotated[str, text(CONTENT_CHARS)]  # may be empty (a tool call's turn)
 
 
 class ContextRequest(msgspec.Struct, forbid_unknown_fields=True):

@@ -98,7 +98,7 @@ LABEL = printable(IDENTIFIER_CHARS, min_length=0)
 DISPLAY_NAME = printable(DISPLAY_NAME_CHARS, min_length=0)
 SHORT_TEXT = text(SHORT_TEXT_CHARS)
 LONG_TEXT = text(LONG_TEXT_CHARS)
-CONTENT = text(CONTENT_CHARS)
+CONTENT = text(CONTENT_CHARS, min_length=1)
 
 # An id from the caller's own systems (user, persona, session, idempotency key…) or a
 # name: 1..128 printable characters.
@@ -110,7 +110,8 @@ DisplayName = Annotated[str, DISPLAY_NAME]
 # Reasons, descriptions, sources: up to 2,000 characters of free text.
 ShortText = Annotated[str, SHORT_TEXT]
 LongText = Annotated[str, LONG_TEXT]
-# Chat text; emptiness and the configured length are checked where the settings are.
+# Chat text, not empty; blank text and the configured length are checked where the
+# settings are.
 Content = Annotated[str, CONTENT]
 
 # Parameters. Litestar drops constraints nested inside ``X | None``, so an optional
