@@ -324,3 +324,27 @@ async def test_text_in_every_script_with_line_breaks_is_stored_as_sent(
     created = await client.post(memories, json=body, headers=world["gateway"])
     assert created.status_code == 201, created.text
     assert {k: created.json()[k] for k in body} == body
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        b'filename="a\x00b\xff\xfe.txt"\r\nContent-Type: text/plain\r\n\r\nhello \xff world',
+        'filename="中文\u0000.md"\r\nContent-Type: text/markdown\r\n\r\n# t\u0000itle'.encode(),
+        b'filename="x.txt"\r\n\r\n' + b"\x00" * 64,
+    ],
+    ids=["not-utf8-name", "nul-in-name-and-text", "binary"],
+)
+async def test_hostile_uploads_are_4xx_problems(
+    client: httpx.AsyncClient, world: dict[str, Any], part: bytes
+) -> None:
+    base = await client.post(
+        "/v1/knowledge-bases", json={"name": "上传 uploads"}, headers=world["admin"]
+    )
+    url = f"/v1/knowledge-bases/{base.json()['id']}/documents"
+    body = b'--xx\r\nContent-Disposition: form-data; name="file"; ' + part + b"\r\n--xx--\r\n"
+    headers = world["admin"] | {"content-type": "multipart/form-data; boundary=xx"}
+    response = await client.post(url, content=body, headers=headers)
+    assert 400 <= response.status_code < 500, response.text
+    assert response.headers["content-type"].startswith(PROBLEM)
+    assert (await client.get(url, headers=world["admin"])).json()["items"] == []
