@@ -24,6 +24,7 @@ from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.tenant_policies import TenantPolicies
 from tenancy.relationships.deps import provide_card_cache, provide_relationship_directory
 from tether.api.after_response import after_response_middleware
+from tether.api.body import TetherRequest
 from tether.api.metrics import http_tracing, route_telemetry
 from tether.api.problems import EXCEPTION_HANDLERS
 from tether.api.request_id import request_id_middleware
@@ -111,6 +112,7 @@ def create_app(settings: Settings) -> Litestar:
         plugins=[OpenTelemetryPlugin(http_tracing())],
         guards=[policy_guard],
         exception_handlers=EXCEPTION_HANDLERS,
+        request_class=TetherRequest,
         request_max_body_size=settings.api.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="Tether",

@@ -10,14 +10,13 @@ import msgspec
 
 from tenancy.access.policy_rules import MAX_TENANT_RULES, PolicyAction
 from tenancy.enums import PolicyEffect, Role
-
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")]
+from tether.core.text import Label, Name, items
 
 
 class ApiKeyCreate(msgspec.Struct, forbid_unknown_fields=True):
     role: Role
     subject: Name | None = None
-    name: Annotated[str, msgspec.Meta(max_length=128, pattern=r"^[^\x00-\x1f\x7f]*$")] = ""
+    name: Label = ""
 
 
 class ApiKeyRead(msgspec.Struct):
@@ -75,4 +74,4 @@ class TenantPolicyRule(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 class TenantPolicyRules(msgspec.Struct, forbid_unknown_fields=True):
     """A tenant's whole rule set (PUT replaces it)."""
 
-    rules: Annotated[list[TenantPolicyRule], msgspec.Meta(max_length=MAX_TENANT_RULES)]
+    rules: Annotated[list[TenantPolicyRule], items(MAX_TENANT_RULES)]

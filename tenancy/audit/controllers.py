@@ -15,8 +15,9 @@ from tenancy.access.guard import policy
 from tenancy.access.principal import Principal
 from tenancy.audit.schemas import AuditPage, AuditVerification
 from tenancy.audit.services import AuditFilter, AuditService, export_lines
-from tether.core.pagination import DEFAULT_LIMIT, Limit
+from tether.core.pagination import DEFAULT_LIMIT, Cursor, Limit
 from tether.core.resources import Resources
+from tether.core.text import IdentifierInQuery
 
 
 def provide_audit_service(
@@ -37,14 +38,14 @@ class AuditController(Controller):
     async def list_events(
         self,
         audit_service: Audit,
-        action: FromQuery[str | None] = None,
-        object: FromQuery[str | None] = None,  # noqa: A002 - the API's field name
-        decision: FromQuery[str | None] = None,
+        action: FromQuery[IdentifierInQuery] = None,
+        object: FromQuery[IdentifierInQuery] = None,  # noqa: A002 - the API's field name
+        decision: FromQuery[IdentifierInQuery] = None,
         relationship_id: FromQuery[uuid.UUID | None] = None,
         global_user_id: FromQuery[uuid.UUID | None] = None,
         since: FromQuery[datetime | None] = None,
         until: FromQuery[datetime | None] = None,
-        cursor: FromQuery[str | None] = None,
+        cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> AuditPage:
         """The tenant's audit events, oldest first, filtered."""
@@ -56,7 +57,7 @@ class AuditController(Controller):
         self,
         principal: NamedDependency[Principal],
         resources: NamedDependency[Resources],
-        action: FromQuery[str | None] = None,
+        action: FromQuery[IdentifierInQuery] = None,
         since: FromQuery[datetime | None] = None,
         until: FromQuery[datetime | None] = None,
     ) -> Stream:

@@ -14,7 +14,7 @@ from tenancy.graph import schemas as s
 from tenancy.graph.deps import provide_graph_service
 from tenancy.graph.erasure import UserEraser
 from tenancy.graph.services import GraphService
-from tether.core.pagination import DEFAULT_LIMIT, Limit
+from tether.core.pagination import DEFAULT_LIMIT, Cursor, Limit
 
 Graph = NamedDependency[GraphService]
 _DEPS = {"graph_service": Provide(provide_graph_service, sync_to_thread=False)}
@@ -35,7 +35,7 @@ class UserController(Controller):
     async def list_users(
         self,
         graph_service: Graph,
-        cursor: FromQuery[str | None] = None,
+        cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> s.UserPage:
         """The tenant's users, oldest first, by cursor."""
@@ -71,7 +71,7 @@ class UserController(Controller):
         self,
         user_id: FromPath[uuid.UUID],
         graph_service: Graph,
-        cursor: FromQuery[str | None] = None,
+        cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> s.FacetPage:
         """The user's facets."""
@@ -92,7 +92,7 @@ class CreatorController(Controller):
     async def list_creators(
         self,
         graph_service: Graph,
-        cursor: FromQuery[str | None] = None,
+        cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> s.CreatorPage:
         """The tenant's creators."""
@@ -134,7 +134,7 @@ class PersonaController(Controller):
         self,
         graph_service: Graph,
         creator_id: FromQuery[uuid.UUID | None] = None,
-        cursor: FromQuery[str | None] = None,
+        cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> s.PersonaPage:
         """Personas, optionally of one creator."""

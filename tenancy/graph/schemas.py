@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated
 
 import msgspec
 
 from tenancy.resolve.schemas import ExternalId
-
-DisplayName = Annotated[str, msgspec.Meta(max_length=256, pattern=r"^[^\x00-\x1f\x7f]*$")]
+from tether.core.text import DisplayName
 
 
 class UserCreate(msgspec.Struct, forbid_unknown_fields=True):

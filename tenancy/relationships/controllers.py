@@ -12,7 +12,7 @@ from tenancy.access.guard import policy
 from tenancy.relationships import schemas as s
 from tenancy.relationships.deps import provide_relationship_service
 from tenancy.relationships.services import RelationshipService
-from tether.core.pagination import DEFAULT_LIMIT, Limit
+from tether.core.pagination import DEFAULT_LIMIT, Cursor, Limit
 
 Relationships = NamedDependency[RelationshipService]
 _DEPS = {"relationship_service": Provide(provide_relationship_service, sync_to_thread=False)}
@@ -31,7 +31,7 @@ class RelationshipController(Controller):
         user_id: FromQuery[uuid.UUID | None] = None,
         persona_id: FromQuery[uuid.UUID | None] = None,
         creator_id: FromQuery[uuid.UUID | None] = None,
-        cursor: FromQuery[str | None] = None,
+        cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> s.RelationshipPage:
         """Relationships this key may see, optionally filtered."""
@@ -69,7 +69,7 @@ class RelationshipController(Controller):
         self,
         relationship_id: FromPath[uuid.UUID],
         relationship_service: Relationships,
-        cursor: FromQuery[str | None] = None,
+        cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> s.OwnershipEventPage:
         """Every operator change of the relationship, oldest first."""
@@ -86,7 +86,7 @@ class UserRelationshipController(Controller):
         self,
         user_id: FromPath[uuid.UUID],
         relationship_service: Relationships,
-        cursor: FromQuery[str | None] = None,
+        cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> s.RelationshipPage:
         """The user's relationships (one index scan on tenant + user)."""

@@ -10,6 +10,7 @@ import msgspec
 
 from tenancy.enums import OperatorKind, PrivacyMode
 from tenancy.resolve.schemas import ExternalId
+from tether.core.text import text
 
 
 class RelationshipRead(msgspec.Struct):
@@ -42,7 +43,7 @@ class OperatorRef(msgspec.Struct, forbid_unknown_fields=True):
 
 class TransferRequest(msgspec.Struct, forbid_unknown_fields=True):
     to: OperatorRef
-    reason: Annotated[str, msgspec.Meta(max_length=1000)] = ""
+    reason: Annotated[str, text(1000)] = ""
 
 
 class OwnershipEventRead(msgspec.Struct):

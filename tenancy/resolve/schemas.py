@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
 
 import msgspec
 
+from tether.core.text import Identifier
+
 # Printable, bounded identifiers from the caller's own systems.
-ExternalId = Annotated[
-    str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")
-]
+ExternalId = Identifier
 
 
 class UserRef(msgspec.Struct, forbid_unknown_fields=True):

@@ -15,6 +15,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from tether.core.database_errors import DatabaseUnavailable, database_unavailable
 from tether.core.errors import TetherError
 from tether.core.logging import request_id_var
+from tether.core.text import PATTERN_MEANINGS
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +72,21 @@ def _field_name(message: str, key: str | None) -> str:
     return base or "body"
 
 
+def _readable(message: str) -> str:
+    """A pattern of ours in msgspec's message says what it means instead."""
+    for pattern, meaning in PATTERN_MEANINGS.items():
+        for shown in (repr(pattern), pattern):
+            message = message.replace(f"Expected `str` matching regex {shown}", meaning)
+    return message
+
+
 def _field_errors(extra: Any) -> list[dict[str, str]]:
     if not isinstance(extra, list):
         return []
     errors = []
     for item in extra:
         if isinstance(item, dict):
-            message = str(item.get("message", "invalid"))
+            message = _readable(str(item.get("message", "invalid")))
             key = item.get("key")
             errors.append(
                 {"field": _field_name(message, str(key) if key else None), "message": message}

@@ -8,13 +8,14 @@ from typing import Annotated, Literal
 import msgspec
 
 from tenancy.resolve.schemas import ExternalId, PersonaRef, UserRef
+from tether.core.text import CONTENT_CHARS, items, text
 
-Query = Annotated[str, msgspec.Meta(min_length=1, max_length=4000)]
+Query = Annotated[str, text(4000, min_length=1)]
 
 
 class ChatMessage(msgspec.Struct, forbid_unknown_fields=True):
     role: Literal["system", "user", "assistant", "tool"]
-    content: Annotated[str, msgspec.Meta(max_length=32_000)]
+    content: Annotated[str, text(CONTENT_CHARS)]  # may be empty (a tool call's turn)
 
 
 class ContextRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -28,7 +29,7 @@ class ContextRequest(msgspec.Struct, forbid_unknown_fields=True):
     knowledge_enabled: bool = False
     knowledge_base_id: uuid.UUID | None = None
     recent_turns: Annotated[int, msgspec.Meta(ge=0, le=50)] = 6
-    messages: Annotated[list[ChatMessage], msgspec.Meta(max_length=200)] | None = None
+    messages: Annotated[list[ChatMessage], items(200)] | None = None
 
 
 class ContextItem(msgspec.Struct):

@@ -10,9 +10,17 @@ from typing import Annotated, Protocol
 import msgspec
 
 from tether.core.errors import InvalidInput
+from tether.core.text import URL_SAFE, query
 
-Limit = Annotated[int, msgspec.Meta(ge=1, le=200)]
+MAX_LIMIT = 200
+LIMIT = msgspec.Meta(ge=1, le=MAX_LIMIT)
+# A page size, 1..200.
+Limit = Annotated[int, query(LIMIT)]
 DEFAULT_LIMIT = 50
+# A cursor this API issued: the base64url of a row id. Anything else answers 422 (a
+# cursor of the right shape that does not decode, from ``decode_cursor``).
+CURSOR = msgspec.Meta(max_length=64, pattern=URL_SAFE)
+Cursor = Annotated[str | None, query(CURSOR)]
 
 
 def encode_cursor(last_id: uuid.UUID) -> str:

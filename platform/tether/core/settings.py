@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, SecretStr, field_validator, model_validat
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tether.core import task_queues
+from tether.core.text import CONTENT_CHARS
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 # The login the service connects as: it owns nothing and is held to row-level security
@@ -122,7 +123,7 @@ class IngestSettings(BaseModel):
     """Turn ingestion limits, dedup windows and working memory."""
 
     max_batch: int = Field(default=100, ge=1, le=1000)
-    max_text_chars: int = Field(default=8000, ge=1)
+    max_text_chars: int = Field(default=8000, ge=1, le=CONTENT_CHARS)
     max_session_id_chars: int = Field(default=128, ge=1, le=128)
     dedup_window_seconds: int = Field(default=300, ge=1)
     idempotency_ttl_seconds: int = Field(default=24 * 3600, ge=60)
@@ -168,8 +169,9 @@ class LlmSettings(BaseModel):
 class MemorySettings(BaseModel):
     """Limits and lifecycle of memories."""
 
-    max_content_chars: int = Field(default=2000, ge=1)
-    max_batch_create: int = Field(default=500, ge=1)
+    max_content_chars: int = Field(default=2000, ge=1, le=CONTENT_CHARS)
+    # The request schema refuses batches over 1000 before this is read.
+    max_batch_create: int = Field(default=500, ge=1, le=1000)
     # Confirmations that promote working → episodic → semantic.
     promote_episodic_at: int = Field(default=2, ge=1)
     promote_semantic_at: int = Field(default=3, ge=1)

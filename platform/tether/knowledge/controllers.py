@@ -17,7 +17,7 @@ from litestar.status_codes import (
 )
 
 from tenancy.access.guard import policy
-from tether.core.pagination import DEFAULT_LIMIT, Limit
+from tether.core.pagination import DEFAULT_LIMIT, Cursor, Limit
 from tether.knowledge import schemas as s
 from tether.knowledge.deps import (
     provide_document_service,
@@ -61,7 +61,7 @@ class KnowledgeBaseController(Controller):
         self,
         knowledge_base_service: Bases,
         creator_persona_id: FromQuery[uuid.UUID | None] = None,
-        cursor: FromQuery[str | None] = None,
+        cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> s.KnowledgeBasePage:
         """The tenant's bases (for a creator key: its personas' and the unbound ones)."""
@@ -163,7 +163,7 @@ class KnowledgeDocumentController(Controller):
         knowledge_base_id: FromPath[uuid.UUID],
         document_service: Documents,
         status: FromQuery[s.DocumentStatus | None] = None,
-        cursor: FromQuery[str | None] = None,
+        cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> s.DocumentPage:
         """Documents with their status and indexing progress (deleted ones on request)."""

@@ -11,11 +11,11 @@ from typing import Annotated
 import msgspec
 from litestar.datastructures import UploadFile
 
+from tether.core.text import SHORT_TEXT_CHARS, Name, ShortText, text
 from tether.recall.schemas import ExplanationRead
 
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")]
-Description = Annotated[str, msgspec.Meta(max_length=2000)]
-Query = Annotated[str, msgspec.Meta(min_length=1, max_length=2000)]
+Description = ShortText
+Query = Annotated[str, text(SHORT_TEXT_CHARS, min_length=1)]
 TopK = Annotated[int, msgspec.Meta(ge=1, le=50)]
 TimeoutMs = Annotated[int, msgspec.Meta(ge=1, le=60_000)]
 

@@ -11,12 +11,12 @@ from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from tenancy.access.guard import policy
-from tether.core.pagination import DEFAULT_LIMIT, Limit
+from tether.core.pagination import DEFAULT_LIMIT, Cursor, Limit
+from tether.core.text import IdentifierInQuery
 from tether.memories import schemas as s
 from tether.memories.deps import provide_memory_service
 from tether.memories.enums import MemoryType
 from tether.memories.services import MemoryService
-from tether.turns.controllers import SessionId
 
 Memories = NamedDependency[MemoryService]
 READ = policy("relationship_memory", "read")
@@ -39,7 +39,7 @@ class MemoryController(Controller):
         memory_type: FromQuery[MemoryType | None] = None,
         active: FromQuery[bool | None] = None,
         since: FromQuery[datetime | None] = None,
-        cursor: FromQuery[str | None] = None,
+        cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> s.MemoryPage:
         """Memories in creation order, filtered by type, active state and time."""
@@ -123,7 +123,7 @@ class MemoryController(Controller):
         relationship_id: FromPath[uuid.UUID],
         memory_id: FromPath[uuid.UUID],
         memory_service: Memories,
-        cursor: FromQuery[str | None] = None,
+        cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> s.MemoryVersionPage:
         return await memory_service.history(relationship_id, memory_id, cursor, limit)
@@ -143,8 +143,8 @@ class MemoryController(Controller):
         self,
         relationship_id: FromPath[uuid.UUID],
         memory_service: Memories,
-        session_id: FromQuery[SessionId | None] = None,
-        cursor: FromQuery[str | None] = None,
+        session_id: FromQuery[IdentifierInQuery] = None,
+        cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> s.ConsolidationPage:
         """The conflict log: every consolidation decision with its reason."""

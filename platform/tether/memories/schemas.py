@@ -8,26 +8,30 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from tether.core.text import Content, Identifier, items, text
 from tether.memories.enums import MemoryLayer, MemoryType, Polarity
 
-ExternalId = Annotated[
-    str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")
-]
+ExternalId = Identifier
 Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
-Reason = Annotated[str, msgspec.Meta(max_length=500)]
-Term = Annotated[str, msgspec.Meta(max_length=128)]
+Reason = Annotated[str, text(500)]
+# The sizes of the subject, predicate and object columns.
+Subject = Annotated[str, text(128)]
+Predicate = Annotated[str, text(64)]
+Object = Annotated[str, text(256)]
+# Past the configured limit (TETHER_MEMORY__MAX_BATCH_CREATE) a batch is refused whole.
+MAX_BATCH_ITEMS = 1000
 
 
 class MemoryCreate(msgspec.Struct, forbid_unknown_fields=True):
-    content: str
+    content: Content
     memory_type: MemoryType = MemoryType.FACT
     layer: MemoryLayer = MemoryLayer.SEMANTIC
     external_id: ExternalId | None = None
     occurred_at: datetime | None = None
     importance: Unit = 0.5
-    subject: Term = ""
-    predicate: Term = ""
-    object: Annotated[str, msgspec.Meta(max_length=256)] = ""
+    subject: Subject = ""
+    predicate: Predicate = ""
+    object: Object = ""
     polarity: Polarity = Polarity.AFFIRMED
     expires_at: datetime | None = None
     private_to_creator: bool = False
@@ -37,17 +41,17 @@ class MemoryCreate(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class MemoryBatchCreate(msgspec.Struct, forbid_unknown_fields=True):
-    memories: list[MemoryCreate]
+    memories: Annotated[list[MemoryCreate], items(MAX_BATCH_ITEMS)]
 
 
 class MemoryUpdate(msgspec.Struct, forbid_unknown_fields=True):
-    content: str | None = None
+    content: Content | None = None
     memory_type: MemoryType | None = None
     importance: Unit | None = None
     expires_at: datetime | None = None
-    subject: Term | None = None
-    predicate: Term | None = None
-    object: Annotated[str, msgspec.Meta(max_length=256)] | None = None
+    subject: Subject | None = None
+    predicate: Predicate | None = None
+    object: Object | None = None
     polarity: Polarity | None = None
     reason: Reason = ""
 

@@ -7,10 +7,11 @@ from typing import Annotated
 
 from litestar import Controller, Response, get, put
 from litestar.di import NamedDependency, Provide
-from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody
+from litestar.params import FromPath, FromQuery, JSONBody
 
 from tenancy.access.guard import policy
-from tether.core.pagination import DEFAULT_LIMIT, Limit
+from tether.core.pagination import DEFAULT_LIMIT, Cursor, Limit
+from tether.core.text import header, printable
 from tether.personas.deps import provide_persona_profile_service
 from tether.personas.schemas import PersonaProfilePage, PersonaProfileRead, PersonaProfileWrite
 from tether.personas.services import PersonaProfileService, etag
@@ -39,7 +40,7 @@ class PersonaProfileController(Controller):
         persona_id: FromPath[uuid.UUID],
         data: JSONBody[PersonaProfileWrite],
         persona_profile_service: Profiles,
-        if_match: Annotated[str | None, HeaderParameter(name="If-Match")] = None,
+        if_match: Annotated[str | None, header(printable(64), "If-Match")] = None,
     ) -> Response[PersonaProfileRead]:
         """Replace the profile as a new version (412 if someone edited it since you read)."""
         profile = await persona_profile_service.put(persona_id, data, if_match)
@@ -52,7 +53,7 @@ class PersonaProfileController(Controller):
         self,
         persona_id: FromPath[uuid.UUID],
         persona_profile_service: Profiles,
-        cursor: FromQuery[str | None] = None,
+        cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> PersonaProfilePage:
         """Every version, oldest first."""

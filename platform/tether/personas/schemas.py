@@ -8,19 +8,17 @@ from typing import Annotated
 
 import msgspec
 
-LongText = Annotated[str, msgspec.Meta(max_length=20_000)]
-Line = Annotated[str, msgspec.Meta(min_length=1, max_length=1_000)]
+from tether.core.text import LongText, in_list, items, text
+
+LINE = text(1_000, min_length=1)
+Line = Annotated[str, LINE, in_list(LINE)]
 
 
 class PersonaProfileWrite(msgspec.Struct, forbid_unknown_fields=True):
     background: LongText = ""
-    tone: Annotated[str, msgspec.Meta(max_length=4_000)] = ""
-    taboos: Annotated[list[Line], msgspec.Meta(max_length=100)] = msgspec.field(
-        default_factory=list
-    )
-    scripts: Annotated[list[Line], msgspec.Meta(max_length=100)] = msgspec.field(
-        default_factory=list
-    )
+    tone: Annotated[str, text(4_000)] = ""
+    taboos: Annotated[list[Line], items(100)] = msgspec.field(default_factory=list)
+    scripts: Annotated[list[Line], items(100)] = msgspec.field(default_factory=list)
     notes: LongText = ""
 
 

@@ -7,10 +7,11 @@ from typing import Annotated
 
 import msgspec
 
+from tether.core.text import items, text
 from tether.privacy.tenant_patterns import MAX_EXTRA_PATTERNS, MAX_PATTERN_LENGTH
 
-Tag = Annotated[str, msgspec.Meta(pattern=r"^[A-Z][A-Z0-9_]{0,31}$")]
-Pattern = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_PATTERN_LENGTH)]
+Tag = Annotated[str, msgspec.Meta(max_length=32, pattern="^[A-Z][A-Z0-9_]{0,31}$")]
+Pattern = Annotated[str, text(MAX_PATTERN_LENGTH, min_length=1)]
 
 
 class PrivacyPattern(msgspec.Struct, forbid_unknown_fields=True):
@@ -19,7 +20,7 @@ class PrivacyPattern(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class PrivacyPatterns(msgspec.Struct, forbid_unknown_fields=True):
-    patterns: Annotated[list[PrivacyPattern], msgspec.Meta(max_length=MAX_EXTRA_PATTERNS)]
+    patterns: Annotated[list[PrivacyPattern], items(MAX_EXTRA_PATTERNS)]
     # Mask knowledge-base documents as they are indexed (off: documents are reference
     # material the tenant chose to upload, often full of names and numbers on purpose).
     filter_documents: bool = False

@@ -57,7 +57,7 @@ class GlobalProfileController(Controller):
     async def put_field(
         self,
         user_id: FromPath[uuid.UUID],
-        field: FromPath[s.FieldName],
+        field: FromPath[s.FieldNameInPath],
         data: JSONBody[s.ProfileFieldWrite],
         profile_service: Profiles,
     ) -> s.ProfileFieldRead:

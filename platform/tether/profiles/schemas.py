@@ -9,6 +9,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from tether.core.text import items, path, text
+
 
 class ConsentScope(StrEnum):
     """What a user may agree to share across the personas they talk to."""
@@ -19,11 +21,12 @@ class ConsentScope(StrEnum):
 
 
 Sensitivity = Literal["low", "medium", "high"]
-FieldName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
+FIELD_NAME = msgspec.Meta(max_length=64, pattern="^[a-z][a-z0-9_]{0,63}$")
+FieldNameInPath = Annotated[str, path(FIELD_NAME)]
 
 
 class ProfileFieldWrite(msgspec.Struct, forbid_unknown_fields=True):
-    value: Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
+    value: Annotated[str, text(512, min_length=1)]  # the column's size
     scope: ConsentScope
     sensitivity: Sensitivity = "low"
     source_relationship_id: uuid.UUID | None = None
@@ -46,8 +49,8 @@ class ProfileRead(msgspec.Struct):
 
 
 class ConsentWrite(msgspec.Struct, forbid_unknown_fields=True):
-    scopes: Annotated[list[ConsentScope], msgspec.Meta(max_length=16)]
-    source: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+    scopes: Annotated[list[ConsentScope], items(16)]
+    source: Annotated[str, text(128, min_length=1)]  # the column's size
 
 
 class ConsentRead(msgspec.Struct):

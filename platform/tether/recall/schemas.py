@@ -8,16 +8,17 @@ from typing import Annotated
 
 import msgspec
 
+from tether.core.text import SHORT_TEXT_CHARS, items, text
 from tether.memories.enums import MemoryLayer, MemoryType
 
-Query = Annotated[str, msgspec.Meta(min_length=1, max_length=2000)]
+Query = Annotated[str, text(SHORT_TEXT_CHARS, min_length=1)]
 
 
 class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     query: Query
     k: Annotated[int, msgspec.Meta(ge=1, le=50)] = 5
-    types: list[MemoryType] | None = None
-    layers: list[MemoryLayer] | None = None
+    types: Annotated[list[MemoryType], items(16)] | None = None
+    layers: Annotated[list[MemoryLayer], items(16)] | None = None
 
 
 class ExplanationRead(msgspec.Struct):

@@ -8,15 +8,16 @@ from typing import Annotated
 
 import msgspec
 
+from tether.core.text import items, printable, text
 from tether.memories.enums import MemoryType
 
 
 class ForgetRequest(msgspec.Struct, forbid_unknown_fields=True):
     """Which memories to forget: any of the ways below (they narrow each other)."""
 
-    query: Annotated[str, msgspec.Meta(min_length=1, max_length=500)] | None = None
-    memory_ids: Annotated[list[uuid.UUID], msgspec.Meta(max_length=500)] | None = None
-    types: list[MemoryType] | None = None
+    query: Annotated[str, text(500, min_length=1)] | None = None
+    memory_ids: Annotated[list[uuid.UUID], items(500)] | None = None
+    types: Annotated[list[MemoryType], items(16)] | None = None
     # Purge the content (text, tokens, vectors, version snapshots), keeping only that
     # something was forgotten; otherwise a soft delete that stays in the history.
     hard: bool = False
@@ -37,7 +38,7 @@ class ForgetPreview(msgspec.Struct):
 
 
 class ForgetConfirm(msgspec.Struct, forbid_unknown_fields=True):
-    token: Annotated[str, msgspec.Meta(min_length=16, max_length=128)]
+    token: Annotated[str, printable(128, min_length=16)]
 
 
 class ForgetResult(msgspec.Struct):

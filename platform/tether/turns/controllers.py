@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
 
-import msgspec
 from litestar import Controller, get, post
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.status_codes import HTTP_202_ACCEPTED
 
 from tenancy.access.guard import policy
-from tether.core.pagination import DEFAULT_LIMIT, Limit
+from tether.core.pagination import DEFAULT_LIMIT, Cursor, Limit
+from tether.core.text import IdentifierInPath, IdentifierInQuery
 from tether.turns.deps import provide_ingest_service, provide_session_service
 from tether.turns.schemas import SessionEnded, StoredTurnPage, TurnBatch, TurnBatchResult
 from tether.turns.services import IngestService
 from tether.turns.sessions import SessionService
-
-SessionId = Annotated[
-    str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")
-]
 
 
 class TurnController(Controller):
@@ -52,8 +47,8 @@ class TurnController(Controller):
         self,
         relationship_id: FromPath[uuid.UUID],
         ingest_service: NamedDependency[IngestService],
-        session_id: FromQuery[SessionId | None] = None,
-        cursor: FromQuery[str | None] = None,
+        session_id: FromQuery[IdentifierInQuery] = None,
+        cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> StoredTurnPage:
         """Stored turns (after the privacy filter), oldest first."""
@@ -68,7 +63,7 @@ class TurnController(Controller):
     async def end_session(
         self,
         relationship_id: FromPath[uuid.UUID],
-        session_id: FromPath[SessionId],
+        session_id: FromPath[IdentifierInPath],
         session_service: NamedDependency[SessionService],
     ) -> SessionEnded:
         """Close the session and schedule the extraction of its memories."""

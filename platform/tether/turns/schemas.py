@@ -8,10 +8,12 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from tether.core.text import Content, Identifier, items
+
 # Printable, bounded identifiers chosen by the caller.
-ClientId = Annotated[
-    str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")
-]
+ClientId = Identifier
+# Past the configured limit (TETHER_INGEST__MAX_BATCH, at most 1000) a batch is refused.
+MAX_BATCH_TURNS = 1000
 Role = Literal["user", "assistant"]
 TurnStatus = Literal["accepted", "duplicate", "dropped"]
 
@@ -19,13 +21,13 @@ TurnStatus = Literal["accepted", "duplicate", "dropped"]
 class TurnIn(msgspec.Struct, forbid_unknown_fields=True):
     session_id: ClientId
     role: Role
-    text: str
+    text: Content
     at: datetime | None = None
     idempotency_key: ClientId | None = None
 
 
 class TurnBatch(msgspec.Struct, forbid_unknown_fields=True):
-    turns: list[TurnIn]
+    turns: Annotated[list[TurnIn], items(MAX_BATCH_TURNS)]
 
 
 class TurnResult(msgspec.Struct):
