@@ -22,7 +22,7 @@ from tether.core.resources import Resources
 from tether.memories.services import may_see_private
 from tether.rights import schemas as s
 from tether.rights.erasure import ErasureService
-from tether.rights.export import export_user
+from tether.rights.export import export_relationship, export_user
 from tether.rights.forget import ForgetService
 
 
@@ -118,4 +118,38 @@ class UserExportController(Controller):
             detail={"complete": complete},
         )
         lines = export_user(resources.sessions, principal.tenant_id, user.id, complete=complete)
+        return Stream(lines, media_type="application/x-ndjson")
+
+
+class RelationshipExportController(Controller):
+    path = "/v1/relationships/{relationship_id:uuid}/export"
+    tags = ["rights"]  # noqa: RUF012
+
+    @get(operation_id="ExportRelationship", opt=policy("relationship_memory", "export"))
+    async def export(
+        self,
+        state: State,
+        relationship_id: FromPath[uuid.UUID],
+        principal: NamedDependency[Principal],
+        db_session: NamedDependency[AsyncSession],
+        relationship_directory: NamedDependency[RelationshipDirectory],
+        resources: NamedDependency[Resources],
+    ) -> Stream:
+        """One relationship's turns, memories and their versions as JSON lines (the first
+        line says whether private notes are included). Audited."""
+        card = await relationship_directory.open(relationship_id)
+        enforcer = state.policy.for_tenant(principal.tenant_id)
+        complete = may_see_private(enforcer, principal, "export")
+        await AuditLog(db_session).record(
+            principal.tenant_id,
+            Actor.of(principal),
+            "export",
+            "relationship_memory",
+            relationship_id=card.id,
+            global_user_id=card.global_user_id,
+            detail={"complete": complete},
+        )
+        lines = export_relationship(
+            resources.sessions, principal.tenant_id, card.id, complete=complete
+        )
         return Stream(lines, media_type="application/x-ndjson")

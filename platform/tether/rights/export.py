@@ -140,3 +140,20 @@ async def export_user(
         for model, kind, where in _content(relationship.id, tenant_id, complete):
             async for line in _paged(sessions, tenant_id, model, where, kind):
                 yield line
+
+
+async def export_relationship(
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: TenantId,
+    relationship_id: uuid.UUID,
+    *,
+    complete: bool,
+) -> AsyncIterator[bytes]:
+    """One relationship's turns, memories and memory versions, in the user export's
+    format (the caller has opened the relationship within its reach and audited it)."""
+    header = {"kind": "export", "relationship_id": relationship_id, "complete": complete}
+    header["withheld"] = [] if complete else [PRIVATE_NOTES]
+    yield _encoder.encode(header) + b"\n"
+    for model, kind, where in _content(relationship_id, tenant_id, complete):
+        async for line in _paged(sessions, tenant_id, model, where, kind):
+            yield line
