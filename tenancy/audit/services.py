@@ -112,6 +112,28 @@ class AuditService:
         row = (await self._session.execute(statement)).scalar_one_or_none()
         return None if row is None else read(row)
 
+    async def link(self, event_id: uuid.UUID) -> AuditLink | None:
+        """An event with its neighbours in the chain, and whether its own hash and its
+        link to the previous event still hold."""
+        row = await self._row(AuditEvent.id == event_id)
+        if row is None:
+            return None
+        previous = await self._row(AuditEvent.seq == row.seq - 1) if row.seq > 1 else None
+        following = await self._row(AuditEvent.seq == row.seq + 1)
+        fields = {name: getattr(row, name) for name in HASHED_FIELDS}
+        expected_prev = GENESIS if row.seq == 1 else (previous.hash if previous else None)
+        return AuditLink(
+            read(row),
+            None if previous is None else read(previous),
+            None if following is None else read(following),
+            content_ok=event_hash(row.prev_hash, fields) == row.hash,
+            link_ok=expected_prev is not None and row.prev_hash == expected_prev,
+        )
+
+    async def _row(self, *where: ColumnElement[bool]) -> AuditEvent | None:
+        statement = select(AuditEvent).where(AuditEvent.tenant_id == self._tenant_id, *where)
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
     async def length(self) -> int:
         """How many events the chain holds (its head's sequence number)."""
         statement = select(AuditChainHead.seq).where(AuditChainHead.tenant_id == self._tenant_id)
@@ -177,6 +199,14 @@ _REPORT_GROUP = (
     AuditEvent.object,
     AuditEvent.decision,
 )
+
+
+class AuditLink(msgspec.Struct):
+    event: AuditEventRead
+    previous: AuditEventRead | None
+    following: AuditEventRead | None
+    content_ok: bool
+    link_ok: bool
 
 
 class VerifyStep(msgspec.Struct, frozen=True):

@@ -49,7 +49,9 @@ async def submitted_token(request: Request[Any, Any, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-async def csrf_guard(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+async def csrf_guard(
+    connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
+) -> None:
     """Every state-changing console request must carry the session's token."""
     if connection.scope.get("method", "GET") in SAFE_METHODS or handler.opt.get(OWN_CHECK_OPT):
         return

@@ -8,6 +8,7 @@ from http.cookies import SimpleCookie
 from typing import Any
 
 from litestar.datastructures import MutableScopeHeaders
+from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenancy.access.authenticator import Authenticator
@@ -76,7 +77,7 @@ def security_headers(app: ASGIApp) -> ASGIApp:
     """CSP without inline scripts, no framing, no sniffing; pages are never cached."""
 
     async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != ScopeType.HTTP:
             await app(scope, receive, send)
             return
         static = scope.get("path", "").startswith("/console/static/")
@@ -100,7 +101,7 @@ def console_session(app: ASGIApp) -> ASGIApp:
     one and has none answers with the sign-in page (SignInRequired)."""
 
     async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != ScopeType.HTTP:
             await app(scope, receive, send)
             return
         handler = scope.get("route_handler")

@@ -16,6 +16,7 @@ from tether.console.csrf import SESSION_STATE
 from tether.console.i18n import COOKIE, Translator, pick
 from tether.console.middleware import cookies_of
 from tether.console.sessions import ConsoleSession
+from tether.core.errors import Forbidden
 from tether.core.ids import TenantId
 
 AnyRequest = Request[Any, Any, Any]
@@ -65,6 +66,13 @@ def may(request: AnyRequest, obj: str, action: str) -> bool:
     return enforcer.decide(session.role, obj, action).allowed
 
 
+def require(request: AnyRequest, obj: str, action: str) -> None:
+    """A page that calls the services of more than one API route needs every policy
+    those routes declare (the guard checked the page's own)."""
+    if not may(request, obj, action):
+        raise Forbidden(f"this key's role may not {action} {obj}")
+
+
 def nav_for(request: AnyRequest) -> list[NavItem]:
     return [item for item in NAV if may(request, *item.policy)]
 
@@ -82,6 +90,7 @@ def render(request: AnyRequest, template: str, status: int = 200, **context: Any
         "query": request.url.query,
         "htmx": request.headers.get("hx-request") == "true",
         "status": status,
+        "error": "",
     }
     return Template(template_name=template, context=common | context, status_code=status)
 

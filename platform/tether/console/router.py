@@ -12,8 +12,17 @@ from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
 from litestar.types import ControllerRouterHandler
 
+from tether.console.controllers.audit import AuditPages
 from tether.console.controllers.auth import AuthController
+from tether.console.controllers.consent import ConsentPages
 from tether.console.controllers.home import HomeController
+from tether.console.controllers.keys import KeyPages
+from tether.console.controllers.knowledge import KnowledgePages
+from tether.console.controllers.memories import RelationshipPages
+from tether.console.controllers.personas import PersonaPages
+from tether.console.controllers.playground import PlaygroundPages
+from tether.console.controllers.policies import PolicyPages
+from tether.console.controllers.settings_page import SettingsPages
 from tether.console.csrf import csrf_guard
 from tether.console.errors import EXCEPTION_HANDLERS
 from tether.console.filters import FILTERS
@@ -22,7 +31,19 @@ from tether.console.middleware import PUBLIC_OPT, console_session, security_head
 HERE = Path(__file__).parent
 PATH = "/console"
 
-PAGES: list[ControllerRouterHandler] = [AuthController, HomeController]
+PAGES: list[ControllerRouterHandler] = [
+    AuthController,
+    HomeController,
+    PersonaPages,
+    RelationshipPages,
+    PlaygroundPages,
+    AuditPages,
+    ConsentPages,
+    KeyPages,
+    PolicyPages,
+    KnowledgePages,
+    SettingsPages,
+]
 
 
 def template_config() -> TemplateConfig[JinjaTemplateEngine]:
@@ -40,7 +61,9 @@ def template_config() -> TemplateConfig[JinjaTemplateEngine]:
 
 def console_router() -> Router:
     static = create_static_files_router(
-        path="/static", directories=[HERE / "static"], opt={PUBLIC_OPT: True},
+        path="/static",
+        directories=[HERE / "static"],
+        opt={PUBLIC_OPT: True},
         include_in_schema=False,
     )
     return Router(

@@ -22,7 +22,7 @@ from tether.core.resources import Resources
 from tether.memories.services import may_see_private
 from tether.rights import schemas as s
 from tether.rights.erasure import ErasureService
-from tether.rights.export import export_relationship, export_user
+from tether.rights.export import audited_relationship_export, export_user
 from tether.rights.forget import ForgetService
 
 
@@ -140,16 +140,7 @@ class RelationshipExportController(Controller):
         card = await relationship_directory.open(relationship_id)
         enforcer = state.policy.for_tenant(principal.tenant_id)
         complete = may_see_private(enforcer, principal, "export")
-        await AuditLog(db_session).record(
-            principal.tenant_id,
-            Actor.of(principal),
-            "export",
-            "relationship_memory",
-            relationship_id=card.id,
-            global_user_id=card.global_user_id,
-            detail={"complete": complete},
-        )
-        lines = export_relationship(
-            resources.sessions, principal.tenant_id, card.id, complete=complete
+        lines = await audited_relationship_export(
+            db_session, resources.sessions, card, principal, complete
         )
         return Stream(lines, media_type="application/x-ndjson")

@@ -16,7 +16,10 @@ import msgspec
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from tenancy.access.principal import Principal
+from tenancy.audit.log import Actor, AuditLog
 from tenancy.models import GlobalUser, Relationship, UserFacet
+from tenancy.relationships.directory import RelationshipCard
 from tether.core.ids import TenantId
 from tether.core.tenant_sessions import tenant_session
 from tether.memories.models import Memory, MemoryVersion
@@ -157,3 +160,24 @@ async def export_relationship(
     for model, kind, where in _content(relationship_id, tenant_id, complete):
         async for line in _paged(sessions, tenant_id, model, where, kind):
             yield line
+
+
+async def audited_relationship_export(
+    session: AsyncSession,
+    sessions: async_sessionmaker[AsyncSession],
+    card: RelationshipCard,
+    principal: Principal,
+    complete: bool,
+) -> AsyncIterator[bytes]:
+    """Record the export in the audit log (in the request's transaction), then the
+    lines; the caller opened ``card`` within its reach."""
+    await AuditLog(session).record(
+        principal.tenant_id,
+        Actor.of(principal),
+        "export",
+        "relationship_memory",
+        relationship_id=card.id,
+        global_user_id=card.global_user_id,
+        detail={"complete": complete},
+    )
+    return export_relationship(sessions, principal.tenant_id, card.id, complete=complete)

@@ -3,10 +3,10 @@ the language switch."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get, post
-from litestar.params import FromPath, FromQuery
+from litestar.params import FromPath, QueryParameter
 from litestar.response import Redirect, Template
 
 from tenancy.access.authenticator import Authenticator
@@ -32,6 +32,7 @@ from tether.core.resources import Resources
 from tether.core.tenant_sessions import tenant_transaction
 
 AnyRequest = Request[Any, Any, Any]
+NextPath = Annotated[str | None, QueryParameter(name="next")]
 PUBLIC = {PUBLIC_OPT: True, NO_POLICY: True, OWN_CHECK_OPT: True}
 
 
@@ -39,14 +40,21 @@ def _store(resources: Resources) -> SessionStore:
     return SessionStore(resources.redis, resources.settings.console)
 
 
-def _login_form(request: AnyRequest, next_path: str, error: str = "", status: int = 200) -> Template:
+def _login_form(
+    request: AnyRequest, next_path: str, error: str = "", status: int = 200
+) -> Template:
     token = new_token()
     page = render(
         request, "sign_in.html", status=status, login_csrf=token, next=next_path, error=error
     )
     secure = secure_cookies(request.scope, request.app.state.resources.settings.console)
     page.set_cookie(
-        LOGIN_COOKIE, token, path="/console", httponly=True, samesite="strict", secure=secure,
+        LOGIN_COOKIE,
+        token,
+        path="/console",
+        httponly=True,
+        samesite="strict",
+        secure=secure,
         max_age=3600,
     )
     return page
@@ -63,9 +71,9 @@ class AuthController(Controller):
     path = "/"
 
     @get("/sign-in", opt=PUBLIC)
-    async def sign_in_form(self, request: AnyRequest, next: FromQuery[str | None] = None) -> Template:  # noqa: A002
+    async def sign_in_form(self, request: AnyRequest, next_path: NextPath = None) -> Template:
         """The sign-in page."""
-        return _login_form(request, safe_next(next))
+        return _login_form(request, safe_next(next_path))
 
     @post("/sign-in", opt=PUBLIC)
     async def sign_in(self, request: AnyRequest) -> Response[Any]:
@@ -88,7 +96,11 @@ class AuthController(Controller):
         settings = resources.settings.console
         response = Redirect(path=next_path, status_code=303)
         response.set_cookie(
-            SESSION_COOKIE, cookie, path="/console", httponly=True, samesite="strict",
+            SESSION_COOKIE,
+            cookie,
+            path="/console",
+            httponly=True,
+            samesite="strict",
             secure=secure_cookies(request.scope, settings),
             max_age=int(settings.session_max_hours * 3600),
         )
@@ -113,14 +125,21 @@ class AuthController(Controller):
 
     @get("/locale/{code:str}", opt={PUBLIC_OPT: True, NO_POLICY: True})
     async def locale(
-        self, request: AnyRequest, code: FromPath[str], next: FromQuery[str | None] = None  # noqa: A002
+        self,
+        request: AnyRequest,
+        code: FromPath[str],
+        next_path: NextPath = None,
     ) -> Redirect:
         """Switch the console's language (English / 中文)."""
-        response = Redirect(path=safe_next(next), status_code=303)
+        response = Redirect(path=safe_next(next_path), status_code=303)
         if code in LOCALES:
             secure = secure_cookies(request.scope, request.app.state.resources.settings.console)
             response.set_cookie(
-                COOKIE, code, path="/console", samesite="strict", secure=secure,
+                COOKIE,
+                code,
+                path="/console",
+                samesite="strict",
+                secure=secure,
                 max_age=365 * 24 * 3600,
             )
         return response
