@@ -110,7 +110,10 @@ def create_app(settings: Settings) -> Litestar:
             "relationship_directory": Provide(provide_relationship_directory, sync_to_thread=False),
             "health_service": Provide(provide_health_service, sync_to_thread=False),
         },
-        middleware=[route_telemetry, DefineMiddleware(ApiKeyAuthMiddleware, exclude=["^/schema", "^/console"])],
+        middleware=[
+            route_telemetry,
+            DefineMiddleware(ApiKeyAuthMiddleware, exclude=["^/schema", "^/console"]),
+        ],
         plugins=[OpenTelemetryPlugin(http_tracing())],
         guards=[policy_guard],
         exception_handlers=EXCEPTION_HANDLERS,
