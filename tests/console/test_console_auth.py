@@ -34,11 +34,14 @@ async def test_sign_in_exchanges_the_key_for_an_opaque_http_only_cookie(client, 
     )
     assert answer.status_code == 303
     cookie = next(h for h in answer.headers.get_list("set-cookie") if h.startswith(SESSION_COOKIE))
-    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/console" in cookie
+    assert "HttpOnly" in cookie
+    assert "SameSite=strict" in cookie
+    assert "Path=/console" in cookie
     assert "Secure" not in cookie  # plain HTTP here; TLS makes it Secure (below)
     assert token not in " ".join(answer.headers.get_list("set-cookie"))
     home = await own.get("/console/")
-    assert home.status_code == 200 and token not in home.text
+    assert home.status_code == 200
+    assert token not in home.text
     assert 'id="sign-out"' in home.text
 
 
@@ -48,7 +51,8 @@ async def test_a_wrong_key_or_a_forged_sign_in_form_is_refused(client, tenant) -
     wrong = await own.post(
         "/console/sign-in", data={"_csrf": csrf_of(form.text), "api_key": "tth_" + "x" * 40}
     )
-    assert wrong.status_code == 401 and 'id="sign-in-error"' in wrong.text
+    assert wrong.status_code == 401
+    assert 'id="sign-in-error"' in wrong.text
     # Another site's form has no login cookie to repeat: refused before the key is read.
     stranger = await browser(client)
     forged = await stranger.post(
@@ -108,7 +112,7 @@ async def test_a_session_ends_after_its_idle_time_and_its_lifetime(resources, te
     await asyncio.sleep(1.5)
     assert await idle.load(cookie) is None
     store = SessionStore(redis, ConsoleSettings())
-    cookie, session = await store.create(principal, digest(token), "test")
+    cookie, _session = await store.create(principal, digest(token), "test")
     key = f"tether:console:session:{hash_id(cookie)}"
     stored = json.loads(await redis.get(key))
     stored["expires_at"] = time.time() - 1  # its lifetime is over, however active it was
@@ -137,7 +141,8 @@ async def test_state_changing_requests_without_the_session_token_are_refused(
     for token in (None, "guess", await session_csrf(other)):
         data = body | ({"_csrf": token} if token else {})
         answer = await own.post("/console/admin/keys", data=data)
-        assert answer.status_code == 403 and "csrf_failed" in answer.text
+        assert answer.status_code == 403
+        assert "csrf_failed" in answer.text
     cross = await own.post(
         "/console/admin/keys",
         data=body | {"_csrf": await session_csrf(own)},
@@ -155,20 +160,25 @@ async def test_every_page_carries_the_security_headers(client, tenant) -> None:
     for path in ("/console/", "/console/sign-in", "/console/no-such-page"):
         answer = await own.get(path)
         csp = answer.headers["content-security-policy"]
-        assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
-        assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+        assert "script-src 'self'" in csp
+        assert "frame-ancestors 'none'" in csp
+        assert "unsafe-inline" not in csp
+        assert "unsafe-eval" not in csp
         assert answer.headers["x-frame-options"] == "DENY"
         assert answer.headers["cache-control"] == "no-store"
     missing = await own.get("/console/no-such-page")
-    assert missing.status_code == 404 and 'id="error-title"' in missing.text
+    assert missing.status_code == 404
+    assert 'id="error-title"' in missing.text
 
 
 async def test_the_language_switch_and_its_redirect_stay_on_the_console(client, tenant) -> None:
     own = await signed_in(client, token_of(tenant.admin))
     switched = await own.get("/console/locale/zh?next=/console/personas")
-    assert switched.status_code == 303 and switched.headers["location"] == "/console/personas"
+    assert switched.status_code == 303
+    assert switched.headers["location"] == "/console/personas"
     page = await own.get("/console/personas")
-    assert "人设" in page.text and 'lang="zh-CN"' in page.text
+    assert "人设" in page.text
+    assert 'lang="zh-CN"' in page.text
     for target in ("//evil.example/x", "https://evil.example/", "/console\\@evil"):
         away = await own.get("/console/locale/en", params={"next": target})
         assert away.headers["location"] == "/console/"

@@ -85,7 +85,8 @@ async def test_two_editors_one_saves_the_other_gets_the_merge_view(client, tenan
         },
     )
     assert stale.status_code == 412
-    assert 'id="merge"' in stale.text and "A cheerful barista." in stale.text
+    assert 'id="merge"' in stale.text
+    assert "A cheerful barista." in stale.text
     assert "A night-shift nurse." in stale.text
     merged_version = re.search(r'id="merge-form".*?name="version" value="(\d+)"', stale.text, re.S)
     again = await second.post(
@@ -103,7 +104,8 @@ async def test_two_editors_one_saves_the_other_gets_the_merge_view(client, tenan
     assert again.status_code == 303
     profile = (await client.get(f"/v1/personas/{persona}/profile", headers=tenant.creator)).json()
     assert profile["background"] == "A cheerful barista who works nights."
-    assert profile["taboos"] == ["politics", "政治"] and profile["scripts"] == ["晚安"]
+    assert profile["taboos"] == ["politics", "政治"]
+    assert profile["scripts"] == ["晚安"]
 
 
 async def test_the_preview_is_the_context_builders_persona_section(client, tenant, relationship):
@@ -136,7 +138,8 @@ async def test_history_shows_what_each_version_changed_and_restores_one(
     persona = relationship["creator_persona_id"]
     own = await signed_in(client, token_of(tenant.creator))
     page = await own.get(f"/console/personas/{persona}/history")
-    assert page.status_code == 200 and "<ins>" in page.text
+    assert page.status_code == 200
+    assert "<ins>" in page.text
     current = (await client.get(f"/v1/personas/{persona}/profile", headers=tenant.creator)).json()
     restored = await own.post(
         f"/console/personas/{persona}/restore",
@@ -157,7 +160,8 @@ async def test_memories_render_as_text_and_can_be_edited_forgotten_and_exported(
     own = await signed_in(client, token_of(tenant.gateway))
     timeline = await own.get(f"/console/relationships/{rid}")
     assert timeline.status_code == 200
-    assert "<script>alert" not in timeline.text and "&lt;script&gt;alert" in timeline.text
+    assert "<script>alert" not in timeline.text
+    assert "&lt;script&gt;alert" in timeline.text
     assert "<img src=x" not in timeline.text
     why = await own.get(f"/console/relationships/{rid}/memories/{cat}")
     assert 'id="origin">manual<' in why.text
@@ -180,7 +184,8 @@ async def test_memories_render_as_text_and_can_be_edited_forgotten_and_exported(
         f"/console/relationships/{rid}/forget",
         data={"_csrf": csrf_of(why.text), "memory_id": hostile, "query": ""},
     )
-    assert preview.status_code == 200 and "&lt;script&gt;" in preview.text
+    assert preview.status_code == 200
+    assert "&lt;script&gt;" in preview.text
     still = await client.get(f"/v1/relationships/{rid}/memories/{hostile}", headers=tenant.gateway)
     assert still.status_code == 200  # a preview changes nothing
     token = re.search(r'name="token" value="([^"]+)"', preview.text).group(1)
@@ -188,12 +193,14 @@ async def test_memories_render_as_text_and_can_be_edited_forgotten_and_exported(
         f"/console/relationships/{rid}/forget/confirm",
         data={"_csrf": csrf_of(preview.text), "token": token},
     )
-    assert confirmed.status_code == 303 and "forgotten=1" in confirmed.headers["location"]
+    assert confirmed.status_code == 303
+    assert "forgotten=1" in confirmed.headers["location"]
     gone = await client.get(f"/v1/relationships/{rid}/memories/{hostile}", headers=tenant.gateway)
     assert gone.status_code == 404
     export = await own.get(f"/console/relationships/{rid}/export")
     lines = [json.loads(line) for line in export.text.splitlines()]
-    assert lines[0]["kind"] == "export" and lines[0]["relationship_id"] == rid
+    assert lines[0]["kind"] == "export"
+    assert lines[0]["relationship_id"] == rid
     assert {line["id"] for line in lines if line["kind"] == "memory"} >= {cat}
 
 
@@ -222,13 +229,15 @@ async def test_the_playground_shows_what_the_context_api_returns(client, tenant,
         headers=tenant.gateway,
     )
     assert shown == api.json()["context"]
-    assert "hiking" in shown and 'id="items"' in page.text
+    assert "hiking" in shown
+    assert 'id="items"' in page.text
 
 
 async def test_verify_shows_progress_then_names_a_tampered_row(client, tenant, superuser):
     own = await signed_in(client, token_of(tenant.admin))
     explorer = await own.get("/console/audit")
-    assert explorer.status_code == 200 and 'id="audit-events"' in explorer.text
+    assert explorer.status_code == 200
+    assert 'id="audit-events"' in explorer.text
 
     async def verify() -> str:
         step = await own.post("/console/audit/verify", data={"_csrf": csrf_of(explorer.text)})
@@ -252,7 +261,8 @@ async def test_verify_shows_progress_then_names_a_tampered_row(client, tenant, s
     assert 'data-ok="false"' in broken
     assert re.search(r'id="first-bad">.*?<code>([\w-]+)</code>', broken, re.S).group(1) == target
     entry = await own.get(f"/console/audit/events/{target}")
-    assert 'id="content-check"' in entry.text and "badge bad" in entry.text
+    assert 'id="content-check"' in entry.text
+    assert "badge bad" in entry.text
 
 
 async def test_consent_granted_in_the_console_is_recorded_and_audited(client, tenant, relationship):
@@ -264,7 +274,8 @@ async def test_consent_granted_in_the_console_is_recorded_and_audited(client, te
     )
     own = await signed_in(client, token_of(tenant.admin))
     page = await own.get(f"/console/users/{user}")
-    assert page.status_code == 200 and "language" in page.text
+    assert page.status_code == 200
+    assert "language" in page.text
     saved = await own.post(
         f"/console/users/{user}/consent",
         data={
@@ -280,4 +291,5 @@ async def test_consent_granted_in_the_console_is_recorded_and_audited(client, te
     audit = (await client.get("/v1/audit?action=consent.change", headers=tenant.admin)).json()
     assert any(e["global_user_id"] == user for e in audit["items"])
     matrix = (await own.get(f"/console/users/{user}")).text
-    assert 'id="consent-matrix"' in matrix and "luna" in matrix
+    assert 'id="consent-matrix"' in matrix
+    assert "luna" in matrix
