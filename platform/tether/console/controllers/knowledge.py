@@ -29,6 +29,26 @@ PAGE = 50
 BUSY = {DocumentStatus.UPLOADED, DocumentStatus.INDEXING}
 
 
+async def _documents(
+    request: AnyRequest,
+    knowledge_base_id: uuid.UUID,
+    knowledge_base_service: KnowledgeBaseService,
+    document_service: DocumentService,
+    cursor: str | None,
+    fragment: bool,
+) -> Template:
+    base = await knowledge_base_service.get(knowledge_base_id)
+    documents = await document_service.list(knowledge_base_id, None, cursor, PAGE)
+    return render(
+        request,
+        "admin/_documents.html" if fragment else "admin/base.html",
+        base=base,
+        documents=documents,
+        busy=any(d.status in BUSY for d in documents.items),
+        may_write=may(request, "knowledge", "write"),
+    )
+
+
 class KnowledgePages(Controller):
     path = "/admin/knowledge"
     dependencies = {  # noqa: RUF012
@@ -75,18 +95,9 @@ class KnowledgePages(Controller):
         cursor: FromQuery[str | None] = None,
     ) -> Template:
         """A base's documents with their status; the table refreshes while any indexes."""
-        base = await knowledge_base_service.get(knowledge_base_id)
-        documents = await document_service.list(knowledge_base_id, None, cursor, PAGE)
-        template = (
-            "admin/_documents.html" if request.headers.get("hx-request") else "admin/base.html"
-        )
-        return render(
-            request,
-            template,
-            base=base,
-            documents=documents,
-            busy=any(d.status in BUSY for d in documents.items),
-            may_write=may(request, "knowledge", "write"),
+        fragment = bool(request.headers.get("hx-request"))
+        return await _documents(
+            request, knowledge_base_id, knowledge_base_service, document_service, cursor, fragment
         )
 
     @post(
@@ -99,14 +110,20 @@ class KnowledgePages(Controller):
         self,
         request: AnyRequest,
         knowledge_base_id: FromPath[uuid.UUID],
+        knowledge_base_service: Bases,
         document_service: Documents,
-    ) -> Redirect:
+    ) -> Redirect | Template:
         """Upload a PDF, text or Markdown file; indexing starts at once in a worker."""
         upload = (await request.form()).get("file")
         if not isinstance(upload, UploadFile):
             raise forms.FormInvalid("choose a file to upload")
         await document_service.upload(knowledge_base_id, upload)
-        return back_to(f"/console/admin/knowledge/{knowledge_base_id}")
+        if request.headers.get("hx-request") != "true":
+            return back_to(f"/console/admin/knowledge/{knowledge_base_id}")
+        # htmx uploaded it (with a progress bar): answer with the refreshed table.
+        return await _documents(
+            request, knowledge_base_id, knowledge_base_service, document_service, None, True
+        )
 
     @post("/{knowledge_base_id:uuid}/documents/{document_id:uuid}/reindex", opt=WRITE)
     async def reindex(

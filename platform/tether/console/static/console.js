@@ -8,6 +8,15 @@
     var bar = document.getElementById(form.getAttribute("data-progress"));
     if (bar) { bar.hidden = false; bar.value = Math.round(event.detail.loaded / event.detail.total * 100); }
   });
+  // Forms marked data-reset start empty again after htmx sent them (an upload).
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var form = event.target.closest ? event.target.closest("form[data-reset]") : null;
+    if (form && event.detail.successful) {
+      form.reset();
+      var bar = document.getElementById(form.getAttribute("data-progress"));
+      if (bar) { bar.hidden = true; bar.value = 0; }
+    }
+  });
   // Copy a shown-once token to the clipboard.
   document.addEventListener("click", function (event) {
     var button = event.target.closest("[data-copy]");
