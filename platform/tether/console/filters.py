@@ -19,8 +19,9 @@ def when(value: datetime | float | None) -> str:
 
 
 def short(value: uuid.UUID | str | None) -> str:
-    """The first 8 characters of an id (the full id is in the title attribute)."""
-    return "—" if value is None else str(value)[:8]
+    """The last 8 characters of an id (the full id is in the title attribute): ids are
+    UUIDv7, whose first characters are their creation time, alike for a whole day."""
+    return "—" if value is None else "…" + str(value)[-8:]
 
 
 def pretty(value: Any) -> str:
