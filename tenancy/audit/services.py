@@ -97,21 +97,6 @@ class AuditService:
         rows = list((await self._session.execute(statement)).scalars())
         return AuditPage([read(r) for r in rows], next_cursor(rows, limit))
 
-    async def get(self, event_id: uuid.UUID) -> AuditEventRead | None:
-        statement = select(AuditEvent).where(
-            AuditEvent.tenant_id == self._tenant_id, AuditEvent.id == event_id
-        )
-        row = (await self._session.execute(statement)).scalar_one_or_none()
-        return None if row is None else read(row)
-
-    async def at_seq(self, seq: int) -> AuditEventRead | None:
-        """The event at this place in the chain (its neighbours' links)."""
-        statement = select(AuditEvent).where(
-            AuditEvent.tenant_id == self._tenant_id, AuditEvent.seq == seq
-        )
-        row = (await self._session.execute(statement)).scalar_one_or_none()
-        return None if row is None else read(row)
-
     async def link(self, event_id: uuid.UUID) -> AuditLink | None:
         """An event with its neighbours in the chain, and whether its own hash and its
         link to the previous event still hold."""

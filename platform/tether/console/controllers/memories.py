@@ -19,7 +19,7 @@ from tenancy.relationships.deps import provide_relationship_service
 from tenancy.relationships.directory import RelationshipDirectory
 from tenancy.relationships.services import RelationshipService
 from tether.console import forms
-from tether.console.pages import back_to, may, render
+from tether.console.pages import back_to, may, render, require
 from tether.console.timeline import timeline
 from tether.core.resources import Resources
 from tether.memories.deps import provide_memory_service
@@ -64,6 +64,7 @@ class RelationshipPages(Controller):
         cursor: FromQuery[str | None] = None,
     ) -> Template:
         """The relationships this key reaches, optionally of one user or persona."""
+        require(request, "identity", "read")  # as GET /v1/relationships
         user = forms.ident(user_id, "user_id")
         persona = forms.ident(persona_id, "persona_id")
         page = await relationship_service.list(cursor, PAGE, user, persona, None)
@@ -90,6 +91,7 @@ class RelationshipPages(Controller):
     ) -> Template:
         """The memory timeline, newest first, superseded versions folded under the
         current one."""
+        require(request, "identity", "read")  # the relationship itself
         relationship = await relationship_service.get(relationship_id)
         page = await memory_service.list(
             relationship_id,

@@ -17,7 +17,7 @@ from tenancy.graph.deps import provide_graph_service
 from tenancy.graph.services import GraphService
 from tether.console import forms
 from tether.console.diffs import segments
-from tether.console.pages import back_to, may, render
+from tether.console.pages import back_to, may, render, require
 from tether.console.preview import profile_preview
 from tether.core.settings import Settings
 from tether.personas.deps import provide_persona_profile_service
@@ -98,6 +98,7 @@ class PersonaPages(Controller):
         saved: FromQuery[int | None] = None,
     ) -> Template:
         """The profile editor with the preview of the persona section."""
+        require(request, "identity", "read")  # the persona itself, as GET /v1/personas/{id}
         persona = await graph_service.get_persona(persona_id)
         profile = await persona_profile_service.get(persona_id)
         preview = profile_preview(profile, settings.context)
@@ -145,6 +146,7 @@ class PersonaPages(Controller):
         """Save as a new version if nobody saved since the form was read; else 412 and
         the merge view."""
         form = await request.form()
+        require(request, "identity", "read")
         persona = await graph_service.get_persona(persona_id)
         read_version = forms.number(form, "version")
         try:
@@ -200,6 +202,7 @@ class PersonaPages(Controller):
         cursor: FromQuery[str | None] = None,
     ) -> Template:
         """Every version, each with what it changed; a restore writes it as the newest."""
+        require(request, "identity", "read")
         persona = await graph_service.get_persona(persona_id)
         page = await persona_profile_service.history(persona_id, cursor, PAGE)
         current = await persona_profile_service.get(persona_id)
