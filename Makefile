@@ -6,6 +6,8 @@ STAMP  := $(VENV)/.installed-stamp
 
 .PHONY: install run test lint format types imports unit bench migration clean
 
+CHROMIUM := /usr/bin/chromium
+
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +15,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-install: $(STAMP) ## create .venv and install Tether with its dev tools (first time only)
+# The console's browser tests drive Debian's Chromium (Playwright never downloads one);
+# the CJK fonts make Chinese pages render in it. Installed once, when missing.
+$(CHROMIUM):
+	@if command -v apt-get >/dev/null; then \
+		apt-get update -qq && apt-get install -y -qq chromium fonts-noto-cjk >/dev/null; \
+	else echo "no apt-get: install Chromium at $(CHROMIUM) for the console's browser tests"; fi
+
+install: $(STAMP) $(CHROMIUM) ## create .venv, install Tether with its dev tools and Chromium (first time only)
 
 run: install ## run the API + worker on the embedded Postgres/Redis (Ctrl-C stops all)
 	$(VENV)/bin/tether serve

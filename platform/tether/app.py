@@ -28,6 +28,7 @@ from tether.api.body import TetherRequest
 from tether.api.metrics import http_tracing, route_telemetry
 from tether.api.problems import EXCEPTION_HANDLERS
 from tether.api.request_id import request_id_middleware
+from tether.console.router import console_router, template_config
 from tether.core.deps import provide_redis, provide_resources, provide_session, provide_settings
 from tether.core.heap import freeze_startup_heap
 from tether.core.instruments import watch
@@ -88,8 +89,10 @@ def create_app(settings: Settings) -> Litestar:
             await app.state.reinforcement.flush()
             await app.state.embedder.aclose()
 
+    # The console's pages sign in with a session cookie, not a bearer key (docs/console.md).
+    console = [console_router()] if settings.console.enabled else []
     return Litestar(
-        route_handlers=ROUTE_HANDLERS,
+        route_handlers=[*ROUTE_HANDLERS, *console],
         lifespan=[lifespan],
         state=State(
             {
@@ -108,11 +111,15 @@ def create_app(settings: Settings) -> Litestar:
             "relationship_directory": Provide(provide_relationship_directory, sync_to_thread=False),
             "health_service": Provide(provide_health_service, sync_to_thread=False),
         },
-        middleware=[route_telemetry, DefineMiddleware(ApiKeyAuthMiddleware, exclude=["^/schema"])],
+        middleware=[
+            route_telemetry,
+            DefineMiddleware(ApiKeyAuthMiddleware, exclude=["^/schema", "^/console"]),
+        ],
         plugins=[OpenTelemetryPlugin(http_tracing())],
         guards=[policy_guard],
         exception_handlers=EXCEPTION_HANDLERS,
         request_class=TetherRequest,
+        template_config=template_config(),
         request_max_body_size=settings.api.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="Tether",

@@ -19,7 +19,11 @@ from tether.personas.controllers import PersonaProfileController
 from tether.privacy.controllers import PrivacyPatternController
 from tether.profiles.controllers import GlobalProfileController
 from tether.recall.controllers import SearchController
-from tether.rights.controllers import ForgetController, UserExportController
+from tether.rights.controllers import (
+    ForgetController,
+    RelationshipExportController,
+    UserExportController,
+)
 from tether.turns.controllers import TurnController
 
 ROUTE_HANDLERS: list[ControllerRouterHandler] = [
@@ -43,6 +47,7 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     GlobalProfileController,
     ForgetController,
     UserExportController,
+    RelationshipExportController,
     KnowledgeBaseController,
     KnowledgeDocumentController,
 ]

@@ -31,7 +31,11 @@ class Authenticator:
     async def authenticate(self, token: str) -> Principal:
         if not looks_like_token(token):
             raise Unauthenticated("the API key is malformed")
-        key_digest = digest(token)
+        return await self.authenticate_digest(digest(token))
+
+    async def authenticate_digest(self, key_digest: bytes) -> Principal:
+        """The Principal of the active key with this digest (a console session keeps the
+        digest, never the key, and is checked this way on every request)."""
         cached = self._cache.get(key_digest)
         if cached is not None and cached[0] > time.monotonic():
             return cached[1]

@@ -59,6 +59,16 @@ class PolicyEnforcer:
         return merged
 
     @property
+    def file_rules(self) -> list[tuple[str, str, str, str]]:
+        """The file policy's ``p`` rules (role, object, action, effect), in file order."""
+        rules = []
+        for line in self._files.lines:
+            parts = [part.strip() for part in line.split(",")]
+            if len(parts) == 5 and parts[0] == "p":
+                rules.append((parts[1], parts[2], parts[3], parts[4]))
+        return rules
+
+    @property
     def tenant_rules(self) -> tuple[PolicyRule, ...]:
         return self._tenant_rules
 

@@ -48,6 +48,16 @@ class PolicyService:
         rule = list(decision.matched_rule) if decision.matched_rule else None
         return PolicyDecision(decision.allowed, rule, _explain(decision), decision.source)
 
+    def file_rules(self) -> list[TenantPolicyRule]:
+        """The versioned file policy every tenant starts from, in file order."""
+        rules = []
+        for rule in self._policies.base.file_rules:
+            role, obj, action, effect = rule
+            rules.append(
+                TenantPolicyRule(Role(role), obj, cast(PolicyAction, action), PolicyEffect(effect))
+            )
+        return rules
+
     async def tenant_rules(self) -> TenantPolicyRules:
         """The rules this tenant added, as stored."""
         return _schema(normalised(await self._rules.rules()))

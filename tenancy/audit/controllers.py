@@ -45,11 +45,23 @@ class AuditController(Controller):
         global_user_id: FromQuery[uuid.UUID | None] = None,
         since: FromQuery[datetime | None] = None,
         until: FromQuery[datetime | None] = None,
+        actor_key_id: FromQuery[uuid.UUID | None] = None,
+        actor_role: FromQuery[IdentifierInQuery] = None,
         cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> AuditPage:
         """The tenant's audit events, oldest first, filtered."""
-        where = AuditFilter(action, object, decision, relationship_id, global_user_id, since, until)
+        where = AuditFilter(
+            action,
+            object,
+            decision,
+            relationship_id,
+            global_user_id,
+            since,
+            until,
+            actor_key_id,
+            actor_role,
+        )
         return await audit_service.page(where, cursor, limit)
 
     @get("/export", operation_id="ExportAuditEvents", opt=policy("audit", "export"))

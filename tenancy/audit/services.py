@@ -7,17 +7,26 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 
 import msgspec
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tenancy.audit.chain import GENESIS, HASHED_FIELDS, event_hash
-from tenancy.audit.models import AuditEvent
+from tenancy.audit.models import AuditChainHead, AuditEvent
 from tenancy.audit.schemas import AuditEventRead, AuditPage, AuditVerification
 from tether.core.ids import TenantId
 from tether.core.pagination import decode_cursor, next_cursor
 from tether.core.tenant_sessions import tenant_session
 
 VERIFY_BATCH = 1000
+_EQUAL = (
+    "action",
+    "object",
+    "decision",
+    "relationship_id",
+    "global_user_id",
+    "actor_key_id",
+    "actor_role",
+)
 _encoder = msgspec.json.Encoder()
 
 
@@ -50,10 +59,12 @@ class AuditFilter(msgspec.Struct):
     global_user_id: uuid.UUID | None = None
     since: datetime | None = None
     until: datetime | None = None
+    actor_key_id: uuid.UUID | None = None
+    actor_role: str | None = None
 
     def criteria(self) -> list[ColumnElement[bool]]:
         found: list[ColumnElement[bool]] = []
-        for name in ("action", "object", "decision", "relationship_id", "global_user_id"):
+        for name in _EQUAL:
             value = getattr(self, name)
             if value is not None:
                 found.append(getattr(AuditEvent, name) == value)
@@ -69,39 +80,143 @@ class AuditService:
         self._session = session
         self._tenant_id = tenant_id
 
-    async def page(self, where: AuditFilter, cursor: str | None, limit: int) -> AuditPage:
+    async def page(
+        self, where: AuditFilter, cursor: str | None, limit: int, *, newest_first: bool = False
+    ) -> AuditPage:
+        """One page of matching events by id (time order), oldest or newest first."""
+        order = AuditEvent.id.desc() if newest_first else AuditEvent.id
         statement = (
             select(AuditEvent)
             .where(AuditEvent.tenant_id == self._tenant_id, *where.criteria())
-            .order_by(AuditEvent.id)
+            .order_by(order)
             .limit(limit)
         )
         after = decode_cursor(cursor)
         if after is not None:
-            statement = statement.where(AuditEvent.id > after)
+            beyond = AuditEvent.id < after if newest_first else AuditEvent.id > after
+            statement = statement.where(beyond)
         rows = list((await self._session.execute(statement)).scalars())
         return AuditPage([read(r) for r in rows], next_cursor(rows, limit))
 
+    async def link(self, event_id: uuid.UUID) -> AuditLink | None:
+        """An event with its neighbours in the chain, and whether its own hash and its
+        link to the previous event still hold."""
+        row = await self._row(AuditEvent.id == event_id)
+        if row is None:
+            return None
+        previous = await self._row(AuditEvent.seq == row.seq - 1) if row.seq > 1 else None
+        following = await self._row(AuditEvent.seq == row.seq + 1)
+        fields = {name: getattr(row, name) for name in HASHED_FIELDS}
+        expected_prev = GENESIS if row.seq == 1 else (previous.hash if previous else None)
+        return AuditLink(
+            read(row),
+            None if previous is None else read(previous),
+            None if following is None else read(following),
+            content_ok=event_hash(row.prev_hash, fields) == row.hash,
+            link_ok=expected_prev is not None and row.prev_hash == expected_prev,
+        )
+
+    async def _row(self, *where: ColumnElement[bool]) -> AuditEvent | None:
+        statement = select(AuditEvent).where(AuditEvent.tenant_id == self._tenant_id, *where)
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def length(self) -> int:
+        """How many events the chain holds (its head's sequence number)."""
+        statement = select(AuditChainHead.seq).where(AuditChainHead.tenant_id == self._tenant_id)
+        return int((await self._session.execute(statement)).scalar_one_or_none() or 0)
+
     async def verify(self) -> AuditVerification:
         """Recompute the chain from the first event: every hash, every link, no gaps."""
-        prev_hash, expected_seq, checked = GENESIS, 1, 0
-        after = 0
-        while True:
-            statement = (
-                select(AuditEvent)
-                .where(AuditEvent.tenant_id == self._tenant_id, AuditEvent.seq > after)
-                .order_by(AuditEvent.seq)
-                .limit(VERIFY_BATCH)
+        step = VerifyStep()
+        while not step.done:
+            step = await self.verify_step(step, VERIFY_BATCH)
+        return AuditVerification(step.bad_id is None, step.checked, step.bad_id, step.reason)
+
+    async def verify_step(self, step: VerifyStep, limit: int) -> VerifyStep:
+        """Check the next ``limit`` events after ``step`` (a long chain is verified in
+        steps, so a page can show progress)."""
+        checked, prev_hash, after = step.checked, step.prev_hash, step.after_seq
+        statement = (
+            select(AuditEvent)
+            .where(AuditEvent.tenant_id == self._tenant_id, AuditEvent.seq > after)
+            .order_by(AuditEvent.seq)
+            .limit(limit)
+        )
+        rows = list((await self._session.execute(statement)).scalars())
+        for row in rows:
+            problem = _problem(row, prev_hash, after + 1)
+            if problem is not None:
+                return VerifyStep(checked, after, prev_hash, True, row.id, problem)
+            prev_hash, after = row.hash, row.seq
+            checked += 1
+        return VerifyStep(checked, after, prev_hash, len(rows) < limit)
+
+    async def access_report(self, global_user_id: uuid.UUID) -> list[AccessReportRow]:
+        """Every access to one global user's profile, grouped by the relationship it was
+        for, the acting role and key, the action and the decision."""
+        statement = (
+            select(
+                AuditEvent.relationship_id,
+                AuditEvent.actor_role,
+                AuditEvent.actor_key_id,
+                AuditEvent.action,
+                AuditEvent.object,
+                AuditEvent.decision,
+                func.count(),
+                func.min(AuditEvent.at),
+                func.max(AuditEvent.at),
             )
-            rows = list((await self._session.execute(statement)).scalars())
-            if not rows:
-                return AuditVerification(ok=True, checked=checked)
-            for row in rows:
-                problem = _problem(row, prev_hash, expected_seq)
-                if problem is not None:
-                    return AuditVerification(False, checked, row.id, problem)
-                prev_hash, expected_seq, after = row.hash, row.seq + 1, row.seq
-                checked += 1
+            .where(
+                AuditEvent.tenant_id == self._tenant_id,
+                AuditEvent.global_user_id == global_user_id,
+            )
+            .group_by(*_REPORT_GROUP)
+            .order_by(func.max(AuditEvent.at).desc())
+            .limit(500)
+        )
+        return [AccessReportRow(*row) for row in await self._session.execute(statement)]
+
+
+_REPORT_GROUP = (
+    AuditEvent.relationship_id,
+    AuditEvent.actor_role,
+    AuditEvent.actor_key_id,
+    AuditEvent.action,
+    AuditEvent.object,
+    AuditEvent.decision,
+)
+
+
+class AuditLink(msgspec.Struct):
+    event: AuditEventRead
+    previous: AuditEventRead | None
+    following: AuditEventRead | None
+    content_ok: bool
+    link_ok: bool
+
+
+class VerifyStep(msgspec.Struct, frozen=True):
+    """Where a verification stands: events checked, the last good link, and the first
+    bad event once found."""
+
+    checked: int = 0
+    after_seq: int = 0
+    prev_hash: str = GENESIS
+    done: bool = False
+    bad_id: uuid.UUID | None = None
+    reason: str | None = None
+
+
+class AccessReportRow(msgspec.Struct, array_like=True):
+    relationship_id: uuid.UUID | None
+    actor_role: str | None
+    actor_key_id: uuid.UUID | None
+    action: str
+    object: str
+    decision: str
+    count: int
+    first_at: datetime
+    last_at: datetime
 
 
 def _problem(row: AuditEvent, prev_hash: str, expected_seq: int) -> str | None:

@@ -8,7 +8,17 @@ from tether.app import create_app
 
 pytestmark = pytest.mark.integration
 
-PUBLIC = {"/health", "/ready", "/metrics"}
+# The console's pages that declare no policy: signing in and out and the language switch
+# (no session needed), the start page and the 404 page for unknown console paths (a
+# session needed, no object; tests/console covers them).
+CONSOLE_OPEN = {
+    "/console/sign-in",
+    "/console/sign-out",
+    "/console/locale/{code:str}",
+    "/console",
+    "/console/{rest:path}",
+}
+PUBLIC = {"/health", "/ready", "/metrics"} | CONSOLE_OPEN
 
 
 def test_every_route_declares_a_policy_the_model_knows(settings) -> None:

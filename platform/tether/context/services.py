@@ -17,9 +17,10 @@ from tenancy.ids import RelationshipScope
 from tenancy.relationships.directory import RelationshipCard, RelationshipDirectory
 from tenancy.resolve.schemas import PersonaRef, ResolveRequest, UserRef
 from tenancy.resolve.services import ResolveService
-from tether.context import template
+from tether.context import pieces, template
 from tether.context.budget import Piece, fit
 from tether.context.errors import ContextTargetInvalid
+from tether.context.explain import Assembled
 from tether.context.schemas import (
     ChatMessage,
     ContextItem,
@@ -32,12 +33,9 @@ from tether.core.settings import Settings
 from tether.core.telemetry import traced
 from tether.knowledge.engine import KnowledgeResult
 from tether.memories.services import may_see_private
-from tether.personas.schemas import PersonaProfileRead
 from tether.personas.services import PersonaProfileReader
-from tether.profiles.models import GlobalProfileField
 from tether.profiles.services import ConsentedProfile
 from tether.recall.services import Recall, Recalled
-from tether.recall.tokens import truncate_to_tokens
 from tether.turns.claims import WorkingMemoryEntry
 from tether.turns.working_memory import WorkingMemory
 
@@ -48,103 +46,7 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
 
-def _profile_pieces(profile: PersonaProfileRead, cap: int) -> list[Piece]:
-    fields = [
-        ("tone", "Tone", profile.tone),
-        ("taboos", "Never", "; ".join(profile.taboos)),
-        ("background", "Background", profile.background),
-        ("scripts", "Phrases you use", "; ".join(profile.scripts)),
-        ("notes", "Notes", profile.notes),
-    ]
-    pieces = []
-    for kind, label, value in fields:
-        if value.strip():
-            text = truncate_to_tokens(value.strip(), max(cap - 20, 0))
-            line = template.profile_line(label, text)
-            pieces.append(Piece("profile", kind, line, text, None, "persona profile"))
-    return pieces
-
-
-def _shared_pieces(fields: list[GlobalProfileField]) -> list[Piece]:
-    pieces = []
-    for f in fields:
-        text = f"{f.field}: {f.value}"
-        line = f"- About the user (shared with their consent): {template.quoted(text)}"
-        reason = f"global profile, consent scope {f.scope}"
-        pieces.append(Piece("profile", "user_profile", line, text, None, reason))
-    return pieces
-
-
 KnowledgeLookup = Callable[[RelationshipCard, ContextRequest], Awaitable[KnowledgeResult]]
-
-
-def _knowledge_pieces(found: KnowledgeResult) -> list[Piece]:
-    return [
-        Piece(
-            "knowledge",
-            "chunk",
-            template.knowledge_line(f"KB-{n}", hit.source, hit.text),
-            hit.text,
-            hit.score,
-            f"knowledge base passage ({hit.source})",
-            hit.id,
-        )
-        for n, hit in enumerate(found.hits, start=1)
-    ]
-
-
-def _memory_pieces(recalled: Recalled) -> list[Piece]:
-    pieces = []
-    seen: set[uuid.UUID] = set()
-    for record, explanation in recalled.hits:
-        seen.add(record.id)
-        line = template.memory_line(
-            record.occurred_at.date().isoformat(), record.memory_type, record.content
-        )
-        pieces.append(
-            Piece(
-                "memory",
-                record.memory_type,
-                line,
-                record.content,
-                explanation.final_score,
-                "recalled for the query",
-                record.id,
-            )
-        )
-    summary = recalled.latest_summary
-    if summary is not None and summary.id not in seen:
-        line = template.memory_line(
-            summary.occurred_at.date().isoformat(), "summary", summary.content
-        )
-        pieces.append(
-            Piece(
-                "memory",
-                "summary",
-                line,
-                summary.content,
-                None,
-                "latest session summary",
-                summary.id,
-            )
-        )
-    return pieces
-
-
-def _recent_pieces(entries: list[WorkingMemoryEntry]) -> list[Piece]:
-    # Newest first so the budget keeps the latest turns.
-    return [
-        Piece(
-            "recent",
-            e.role,
-            template.turn_line(e.role, e.at[:16].replace("T", " "), e.text),
-            e.text,
-            None,
-            "recent turn of an open session",
-            e.id,
-        )
-        for e in reversed(entries)
-    ]
 
 
 def with_context(messages: list[ChatMessage] | None, context: str, query: str) -> list[ChatMessage]:
@@ -215,8 +117,13 @@ class ContextService:
                 degraded.append("redis")
             return []
 
-    @traced("context.build")
     async def build(self, request: ContextRequest) -> ContextResponse:
+        return (await self.assemble(request)).response
+
+    @traced("context.build")
+    async def assemble(self, request: ContextRequest, *, dry_run: bool = False) -> Assembled:
+        """The context, with what went into it (the console's playground explains it).
+        A dry run builds the same context without reinforcing the memories it recalls."""
         started = time.perf_counter()
         timings: dict[str, float] = {}
         card = await self._relationship(request)
@@ -235,6 +142,7 @@ class ContextService:
                 request.query,
                 budgets.memory_candidates,
                 include_private=may_see_private(self._enforcer, self._principal),
+                reinforce=not dry_run,
             )
         recent_task = self._recent(card.scope, request.recent_turns, degraded)
         if recall_task is not None:
@@ -249,16 +157,17 @@ class ContextService:
         knowledge: list[Piece] = []
         if request.knowledge_enabled:
             found = await self._knowledge(card, request)
-            knowledge = _knowledge_pieces(found)
+            knowledge = pieces.knowledge_pieces(found)
             degraded.extend(d for d in found.degraded if d not in degraded)
             timings["knowledge"] = _ms(started)
-        pieces = {
+        candidates = {
             "rules": [
                 Piece("rules", "rules", template.RULES, template.RULES, None, "always included")
             ],
-            "profile": _profile_pieces(profile, budgets.profile_tokens) + _shared_pieces(shared),
-            "memory": _memory_pieces(recalled),
-            "recent": _recent_pieces(recent),
+            "profile": pieces.profile_pieces(profile, budgets.profile_tokens)
+            + pieces.shared_pieces(shared),
+            "memory": pieces.memory_pieces(recalled),
+            "recent": pieces.recent_pieces(recent),
             "knowledge": knowledge,
         }
         caps = {
@@ -268,7 +177,7 @@ class ContextService:
             "knowledge": budgets.knowledge_tokens,
             "recent": budgets.recent_turns_tokens,
         }
-        fitted = fit(pieces, caps, request.max_tokens or budgets.default_max_tokens)
+        fitted = fit(candidates, caps, request.max_tokens or budgets.default_max_tokens)
         chosen = dict(fitted.chosen)
         chosen["recent"] = sorted(chosen["recent"], key=lambda p: p.id or uuid.UUID(int=0))
         context = template.render({name: [p.line for p in items] for name, items in chosen.items()})
@@ -282,7 +191,7 @@ class ContextService:
             for name in fitted.limits
         }
         timings["total"] = _ms(started)
-        return ContextResponse(
+        response = ContextResponse(
             relationship_id=card.id,
             context=context,
             messages=with_context(request.messages, context, request.query),
@@ -293,3 +202,4 @@ class ContextService:
             degraded=degraded,
             timings_ms=timings,
         )
+        return Assembled(response, recalled, candidates, caps, fitted)

@@ -248,6 +248,20 @@ class KnowledgeSettings(BaseModel):
     stalled_requeues: int = Field(default=3, ge=0)
 
 
+class ConsoleSettings(BaseModel):
+    """The web console under /console: its sign-in sessions and cookies."""
+
+    enabled: bool = True
+    # A session ends after this long without a request, and at the latest after
+    # ``session_max_hours`` (sign in again); revoking the key ends it at once.
+    session_idle_minutes: float = Field(default=30.0, gt=0, le=24 * 60)
+    session_max_hours: float = Field(default=12.0, gt=0, le=24 * 30)
+    # "auto": Secure cookies when the request came over TLS; "always" / "never" force it.
+    secure_cookies: Literal["auto", "always", "never"] = "auto"
+    # Believe X-Forwarded-Proto (set it only behind a proxy that overwrites the header).
+    trust_forwarded_proto: bool = False
+
+
 class Settings(BaseSettings):
     """The root of the settings tree.
 
@@ -296,6 +310,7 @@ class Settings(BaseSettings):
     recall: RecallSettings = RecallSettings()
     context: ContextSettings = ContextSettings()
     knowledge: KnowledgeSettings = KnowledgeSettings()
+    console: ConsoleSettings = ConsoleSettings()
 
     @property
     def is_embedded(self) -> bool:

@@ -53,11 +53,16 @@ class MemoryRepository(_Scoped):
         return {row.external_id: row for row in rows if row.external_id is not None}
 
     async def page(
-        self, after: uuid.UUID | None, limit: int, *criteria: ColumnElement[bool]
+        self,
+        after: uuid.UUID | None,
+        limit: int,
+        *criteria: ColumnElement[bool],
+        newest_first: bool = False,
     ) -> list[Memory]:
-        statement = self._select().where(*criteria).order_by(Memory.id).limit(limit)
+        order = Memory.id.desc() if newest_first else Memory.id
+        statement = self._select().where(*criteria).order_by(order).limit(limit)
         if after is not None:
-            statement = statement.where(Memory.id > after)
+            statement = statement.where(Memory.id < after if newest_first else Memory.id > after)
         return list((await self._session.execute(statement)).scalars())
 
     async def active(self, now: datetime) -> list[Memory]:
@@ -156,6 +161,7 @@ class ConsolidationLogRepository(_Scoped):
         limit: int,
         session_id: str | None,
         include_private: bool,
+        memory_id: uuid.UUID | None = None,
     ) -> list[ConsolidationRecord]:
         statement = (
             select(ConsolidationRecord)
@@ -168,6 +174,11 @@ class ConsolidationLogRepository(_Scoped):
         )
         if session_id is not None:
             statement = statement.where(ConsolidationRecord.session_id == session_id)
+        if memory_id is not None:  # the decisions that made or touched this memory
+            statement = statement.where(
+                (ConsolidationRecord.result_memory_id == memory_id)
+                | (ConsolidationRecord.target_memory_id == memory_id)
+            )
         if after is not None:
             statement = statement.where(ConsolidationRecord.id > after)
         if not include_private:

@@ -18,7 +18,7 @@ from tenancy.relationships.directory import RelationshipDirectory
 from tether.core.pagination import decode_cursor, next_cursor
 from tether.core.settings import Settings
 from tether.memories import schemas as s
-from tether.memories.enums import MemoryType
+from tether.memories.enums import MemoryLayer, MemoryType
 from tether.memories.errors import ExternalIdTaken, InvalidMemories, MemoryNotFound
 from tether.memories.models import ConsolidationRecord, Memory, MemoryVersion
 from tether.memories.privacy import mask_creates, mask_reason, mask_update
@@ -144,11 +144,16 @@ class MemoryService:
         memory_type: MemoryType | None,
         active: bool | None,
         since: datetime | None,
+        *,
+        layer: MemoryLayer | None = None,
+        newest_first: bool = False,
     ) -> s.MemoryPage:
         scope = await self._scope(relationship_id)
         criteria = self._visible()
         if memory_type is not None:
             criteria.append(Memory.memory_type == memory_type.value)
+        if layer is not None:
+            criteria.append(Memory.layer == layer.value)
         if active is True:
             criteria.extend(active_now(datetime.now(UTC)))
         elif active is False:
@@ -163,7 +168,7 @@ class MemoryService:
         if since is not None:
             criteria.append(Memory.occurred_at >= since)
         rows = await MemoryRepository(self._session, scope).page(
-            decode_cursor(cursor), limit, *criteria
+            decode_cursor(cursor), limit, *criteria, newest_first=newest_first
         )
         return s.MemoryPage([read(r) for r in rows], next_cursor(rows, limit))
 
@@ -380,7 +385,13 @@ class MemoryService:
         )
 
     async def consolidations(
-        self, relationship_id: uuid.UUID, session_id: str | None, cursor: str | None, limit: int
+        self,
+        relationship_id: uuid.UUID,
+        session_id: str | None,
+        cursor: str | None,
+        limit: int,
+        *,
+        memory_id: uuid.UUID | None = None,
     ) -> s.ConsolidationPage:
         scope = await self._scope(relationship_id)
         rows = await ConsolidationLogRepository(self._session, scope).page(
@@ -388,5 +399,6 @@ class MemoryService:
             limit,
             session_id,
             include_private=may_see_private(self._enforcer, self._principal),
+            memory_id=memory_id,
         )
         return s.ConsolidationPage([_consolidation(r) for r in rows], next_cursor(rows, limit))

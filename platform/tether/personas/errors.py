@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tether.core.errors import PreconditionFailed, PreconditionRequired
+from tether.core.errors import NotFound, PreconditionFailed, PreconditionRequired
 
 
 class ProfileChanged(PreconditionFailed):
@@ -13,3 +13,8 @@ class ProfileChanged(PreconditionFailed):
 class ProfileIfMatchRequired(PreconditionRequired):
     code = "if_match_required"
     title = "Send If-Match with the ETag you read, so edits never overwrite each other"
+
+
+class ProfileVersionNotFound(NotFound):
+    code = "profile_version_not_found"
+    title = "The persona profile has no such version"

@@ -24,6 +24,13 @@ class PersonaProfileRepository(TenantScopedRepository[PersonaProfileVersion]):
         )
         return (await self._session.execute(statement)).scalar_one_or_none()
 
+    async def version(self, persona_id: uuid.UUID, version: int) -> PersonaProfileVersion | None:
+        statement = self._select().where(
+            PersonaProfileVersion.creator_persona_id == persona_id,
+            PersonaProfileVersion.version == version,
+        )
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
     async def append(self, **values: Any) -> PersonaProfileVersion:
         """Insert the next version; a concurrent writer of the same version loses (412)."""
         try:

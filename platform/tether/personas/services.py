@@ -13,7 +13,11 @@ from tether.core.ids import TenantId
 from tether.core.pagination import decode_cursor, next_cursor
 from tether.core.unit_of_work import on_commit
 from tether.personas.cache import ProfileCache
-from tether.personas.errors import ProfileChanged, ProfileIfMatchRequired
+from tether.personas.errors import (
+    ProfileChanged,
+    ProfileIfMatchRequired,
+    ProfileVersionNotFound,
+)
 from tether.personas.models import PersonaProfileVersion
 from tether.personas.repositories import PersonaProfileRepository
 from tether.personas.schemas import PersonaProfilePage, PersonaProfileRead, PersonaProfileWrite
@@ -77,6 +81,16 @@ class PersonaProfileService:
         tenant_id = self._principal.tenant_id
         on_commit(self._session, lambda: self._cache.replace(tenant_id, profile))
         return profile
+
+    async def version(self, persona_id: uuid.UUID, version: int) -> PersonaProfileRead:
+        """One version as it was saved (version 0: the empty profile before any edit)."""
+        await self._graph.require_persona(persona_id)
+        if version == 0:
+            return _read(persona_id, None)
+        row = await self._profiles.version(persona_id, version)
+        if row is None:
+            raise ProfileVersionNotFound(f"persona {persona_id} has no version {version}")
+        return _read(persona_id, row)
 
     async def history(
         self, persona_id: uuid.UUID, cursor: str | None, limit: int

@@ -8,7 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenancy.access.principal import Principal
 from tenancy.models import Tenant
 from tether.core.errors import InvalidInput
-from tether.privacy.filter import PrivacyFilter
+from tether.privacy.filter import MaskResult, PrivacyFilter
 from tether.privacy.schemas import PrivacyPattern, PrivacyPatterns
 from tether.privacy.tenant_filters import TenantFilters
 from tether.privacy.tenant_patterns import PatternRefused, compile_pattern
@@ -35,21 +35,7 @@ class PrivacyPatternService:
     async def put(self, data: PrivacyPatterns) -> PrivacyPatterns:
         """Replace the settings after vetting every pattern the way the filter compiles
         it; each refused pattern is named with a stable ``reason``."""
-        pairs = [(p.tag, p.pattern) for p in data.patterns]
-        errors = []
-        for index, (tag, pattern) in enumerate(pairs):
-            try:
-                compile_pattern(tag, pattern, index)
-            except PatternRefused as exc:
-                field = f"patterns[{index}].pattern"
-                errors.append({"field": field, "message": str(exc), "reason": exc.reason})
-        if not errors:
-            try:
-                PrivacyFilter(pairs)  # the limits of the set as a whole
-            except PatternRefused as exc:
-                errors.append({"field": "patterns", "message": str(exc), "reason": exc.reason})
-        if errors:
-            raise InvalidPrivacyPattern(errors[0]["message"], errors=errors)
+        pairs = _checked(data)
         await self._session.execute(
             update(Tenant)
             .where(Tenant.id == self._tenant_id)
@@ -60,3 +46,28 @@ class PrivacyPatternService:
         )
         self._filters.forget(self._tenant_id)  # this process applies them at once
         return data
+
+    def try_patterns(self, data: PrivacyPatterns, text: str) -> MaskResult:
+        """What the write path would store for ``text`` with these patterns (and the
+        built-in detectors), without saving anything: the console's test box."""
+        return PrivacyFilter(_checked(data)).mask(text)
+
+
+def _checked(data: PrivacyPatterns) -> list[tuple[str, str]]:
+    """The patterns as the filter takes them, or 422 naming every refused one."""
+    pairs = [(p.tag, p.pattern) for p in data.patterns]
+    errors = []
+    for index, (tag, pattern) in enumerate(pairs):
+        try:
+            compile_pattern(tag, pattern, index)
+        except PatternRefused as exc:
+            field = f"patterns[{index}].pattern"
+            errors.append({"field": field, "message": str(exc), "reason": exc.reason})
+    if not errors:
+        try:
+            PrivacyFilter(pairs)  # the limits of the set as a whole
+        except PatternRefused as exc:
+            errors.append({"field": "patterns", "message": str(exc), "reason": exc.reason})
+    if errors:
+        raise InvalidPrivacyPattern(errors[0]["message"], errors=errors)
+    return pairs

@@ -121,7 +121,10 @@ class Recall:
         types: Sequence[str] | None = None,
         layers: Sequence[str] | None = None,
         include_private: bool = False,
+        reinforce: bool = True,
     ) -> Recalled:
+        """The relationship's best ``k`` memories for ``query``. ``reinforce=False`` (a
+        dry run: the console's playground) leaves their strength as it was."""
         started = time.perf_counter()
         embedded_at: list[float] = []
 
@@ -168,7 +171,7 @@ class Recall:
             relationship_id=scope.relationship_id,
             attributes={"tether.recall.tier": result.tier, "tether.recall.hits": len(result.hits)},
         )
-        if result.hits:
+        if result.hits and reinforce:
             self._reinforcement.add(scope, (r.id for r, _ in result.hits))
         return result
 

@@ -22,7 +22,7 @@ from tether.core.resources import Resources
 from tether.memories.services import may_see_private
 from tether.rights import schemas as s
 from tether.rights.erasure import ErasureService
-from tether.rights.export import export_user
+from tether.rights.export import audited_relationship_export, export_user
 from tether.rights.forget import ForgetService
 
 
@@ -118,4 +118,29 @@ class UserExportController(Controller):
             detail={"complete": complete},
         )
         lines = export_user(resources.sessions, principal.tenant_id, user.id, complete=complete)
+        return Stream(lines, media_type="application/x-ndjson")
+
+
+class RelationshipExportController(Controller):
+    path = "/v1/relationships/{relationship_id:uuid}/export"
+    tags = ["rights"]  # noqa: RUF012
+
+    @get(operation_id="ExportRelationship", opt=policy("relationship_memory", "export"))
+    async def export(
+        self,
+        state: State,
+        relationship_id: FromPath[uuid.UUID],
+        principal: NamedDependency[Principal],
+        db_session: NamedDependency[AsyncSession],
+        relationship_directory: NamedDependency[RelationshipDirectory],
+        resources: NamedDependency[Resources],
+    ) -> Stream:
+        """One relationship's turns, memories and their versions as JSON lines (the first
+        line says whether private notes are included). Audited."""
+        card = await relationship_directory.open(relationship_id)
+        enforcer = state.policy.for_tenant(principal.tenant_id)
+        complete = may_see_private(enforcer, principal, "export")
+        lines = await audited_relationship_export(
+            db_session, resources.sessions, card, principal, complete
+        )
         return Stream(lines, media_type="application/x-ndjson")

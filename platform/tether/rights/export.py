@@ -16,7 +16,10 @@ import msgspec
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from tenancy.access.principal import Principal
+from tenancy.audit.log import Actor, AuditLog
 from tenancy.models import GlobalUser, Relationship, UserFacet
+from tenancy.relationships.directory import RelationshipCard
 from tether.core.ids import TenantId
 from tether.core.tenant_sessions import tenant_session
 from tether.memories.models import Memory, MemoryVersion
@@ -140,3 +143,41 @@ async def export_user(
         for model, kind, where in _content(relationship.id, tenant_id, complete):
             async for line in _paged(sessions, tenant_id, model, where, kind):
                 yield line
+
+
+async def export_relationship(
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: TenantId,
+    relationship_id: uuid.UUID,
+    *,
+    complete: bool,
+) -> AsyncIterator[bytes]:
+    """One relationship's turns, memories and memory versions, in the user export's
+    format (the caller has opened the relationship within its reach and audited it)."""
+    header = {"kind": "export", "relationship_id": relationship_id, "complete": complete}
+    header["withheld"] = [] if complete else [PRIVATE_NOTES]
+    yield _encoder.encode(header) + b"\n"
+    for model, kind, where in _content(relationship_id, tenant_id, complete):
+        async for line in _paged(sessions, tenant_id, model, where, kind):
+            yield line
+
+
+async def audited_relationship_export(
+    session: AsyncSession,
+    sessions: async_sessionmaker[AsyncSession],
+    card: RelationshipCard,
+    principal: Principal,
+    complete: bool,
+) -> AsyncIterator[bytes]:
+    """Record the export in the audit log (in the request's transaction), then the
+    lines; the caller opened ``card`` within its reach."""
+    await AuditLog(session).record(
+        principal.tenant_id,
+        Actor.of(principal),
+        "export",
+        "relationship_memory",
+        relationship_id=card.id,
+        global_user_id=card.global_user_id,
+        detail={"complete": complete},
+    )
+    return export_relationship(sessions, principal.tenant_id, card.id, complete=complete)

@@ -1,0 +1,1 @@
+"""The web console under /console: server-rendered pages over the API's own services."""
