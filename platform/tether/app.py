@@ -10,8 +10,6 @@ from litestar import Litestar
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.middleware import DefineMiddleware
-from litestar.openapi import OpenAPIConfig
-from litestar.openapi.spec import Components, SecurityScheme
 from litestar.plugins.opentelemetry import OpenTelemetryPlugin
 from litestar.types import ASGIApp
 
@@ -25,6 +23,7 @@ from tenancy.access.tenant_policies import TenantPolicies
 from tenancy.relationships.deps import provide_card_cache, provide_relationship_directory
 from tether.api.after_response import after_response_middleware
 from tether.api.metrics import http_tracing, route_telemetry
+from tether.api.openapi import assets_router, openapi_config
 from tether.api.problems import EXCEPTION_HANDLERS
 from tether.api.request_id import request_id_middleware
 from tether.core.deps import provide_redis, provide_resources, provide_session, provide_settings
@@ -88,7 +87,7 @@ def create_app(settings: Settings) -> Litestar:
             await app.state.embedder.aclose()
 
     return Litestar(
-        route_handlers=ROUTE_HANDLERS,
+        route_handlers=[*ROUTE_HANDLERS, assets_router()],
         lifespan=[lifespan],
         state=State(
             {
@@ -112,17 +111,7 @@ def create_app(settings: Settings) -> Litestar:
         guards=[policy_guard],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.api.max_body_bytes,
-        openapi_config=OpenAPIConfig(
-            title="Tether",
-            version=tether.__version__,
-            path="/schema",
-            components=Components(
-                security_schemes={
-                    "ApiKey": SecurityScheme(type="http", scheme="bearer", description="API key")
-                }
-            ),
-            security=[{"ApiKey": []}],
-        ),
+        openapi_config=openapi_config(tether.__version__),
         debug=False,
     )
 
