@@ -24,7 +24,13 @@ from litestar.openapi.spec import Components, SecurityScheme
 from litestar.routes import HTTPRoute
 from litestar.static_files import create_static_files_router
 
-from tether.api.openapi_text import DESCRIPTIONS, EXTRA_ERRORS, REPORTED_ERRORS
+from tether.api.openapi_text import (
+    DESCRIPTIONS,
+    EXTRA_ERRORS,
+    NDJSON,
+    REPORTED_ERRORS,
+    STREAMED,
+)
 from tether.api.problems import PROBLEM_MEDIA_TYPE
 
 SCHEMA_PATH = "/schema"
@@ -184,6 +190,9 @@ def _complete_operation(operation: dict[str, Any], handler: HTTPRouteHandler | N
         operation["description"] = text
     responses: dict[str, Any] = operation.setdefault("responses", {})
     responses.pop("400", None)  # Litestar's shape; our validation errors are 422
+    if op_id in STREAMED:
+        line = {"type": "string", "description": "JSON lines: one JSON object per line."}
+        responses["200"]["content"] = {NDJSON: {"schema": line}}
     for status in sorted(error_statuses(operation, handler)):
         responses[str(status)] = _problem_response(status)
     if op_id in REPORTED_ERRORS:

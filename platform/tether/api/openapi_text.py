@@ -51,3 +51,7 @@ EXTRA_ERRORS: dict[str, tuple[int, ...]] = {
 REPORTED_ERRORS: dict[str, tuple[int, str]] = {
     "GetReadiness": (503, "Not ready: the same report, naming the component that is not ok."),
 }
+
+# Operations that stream JSON lines (one object per line) rather than one JSON document.
+STREAMED: frozenset[str] = frozenset({"ExportAuditEvents", "ExportUser"})
+NDJSON = "application/x-ndjson"
