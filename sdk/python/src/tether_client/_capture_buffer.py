@@ -54,7 +54,8 @@ class Buffer:
             raise ValueError("the capture queue needs room for at least one turn")
         self.capacity = capacity
         self._items: deque[Pending] = deque()
-        self._lock = threading.Lock()
+        # Re-entrant: the sender waits on ``changed`` while asking ``has_items()``.
+        self._lock = threading.RLock()
         self.changed = threading.Condition(self._lock)
         self.in_flight = 0
         self.queued = self.sent = self.dropped = self.failed = self.retries = 0
