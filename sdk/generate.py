@@ -57,15 +57,16 @@ def formatted(path: Path, text: str) -> str:
     """Python sources as ``ruff format`` leaves them, so regenerating changes nothing."""
     if path.suffix != ".py":
         return text
-    ruff = Path(sys.executable).parent / "ruff"
-    done = subprocess.run(  # noqa: S603 - our own tool
-        [str(ruff), "format", "--stdin-filename", str(path), "-"],
-        input=text,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout
+    ruff = str(Path(sys.executable).parent / "ruff")
+    for command in (["check", "--fix", "--select", "I,F401", "--quiet"], ["format"]):
+        text = subprocess.run(  # noqa: S603 - our own tool
+            [ruff, *command, "--stdin-filename", str(path), "-"],
+            input=text,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+    return text
 
 
 def main() -> int:

@@ -9,7 +9,6 @@ from typing import Any
 
 from codegen.spec import (
     Operation,
-    Param,
     non_null,
     operations,
     page_item_ref,
@@ -88,7 +87,9 @@ def _optional_type(text: str) -> str:
 def _constrained(text: str, schema: dict[str, Any]) -> str:
     meta = {_META[k]: schema[k] for k in _META if k in schema}
     if schema.get("type") == "integer":  # Litestar writes bounds of ints as floats
-        meta = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in meta.items()}
+        meta = {
+            k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in meta.items()
+        }
     if schema.get("format") == "uuid" and "pattern" not in meta:
         meta["pattern"] = UUID_PATTERN
     if not meta:
@@ -207,7 +208,9 @@ def _params_struct(op: Operation, types: Types) -> str:
         rename = f'name="{p.name}"' if p.py_name != p.name else ""
         type_text = types.of(p.schema, strict=True)
         if p.required:
-            out.append(f"    {p.py_name}: {type_text}" + (f" = msgspec.field({rename})" if rename else ""))
+            out.append(
+                f"    {p.py_name}: {type_text}" + (f" = msgspec.field({rename})" if rename else "")
+            )
         else:
             extra = f", {rename}" if rename else ""
             out.append(
@@ -261,7 +264,9 @@ def resources_module(doc: dict[str, Any], names: dict[str, Any]) -> str:
         "from tether_client import _operations as ops",
         "from tether_client import models as m",
         "from tether_client._pagination import AsyncPager, SyncPager",
-        "from tether_client._spec import NOT_GIVEN, AsyncResource, FileInput, NotGiven, SyncResource",
+        "from tether_client._spec import (",
+        "    NOT_GIVEN, AsyncResource, FileInput, NotGiven, SyncResource,",
+        ")",
     ]
     for flavour in ("sync", "async"):
         for resource, members in sorted(by_resource.items()):
@@ -278,7 +283,7 @@ def _class_name(resource: str, flavour: str) -> str:
 def _root_class(resources: list[str], flavour: str) -> str:
     name = "AsyncResources" if flavour == "async" else "SyncResources"
     client = "AsyncClientCore" if flavour == "async" else "SyncClientCore"
-    out = [f"\n\nclass {name}:", f'    """Every resource of the API, as attributes."""\n']
+    out = [f"\n\nclass {name}:", '    """Every resource of the API, as attributes."""\n']
     out.append(f"    def _bind_resources(self, core: Any) -> None:  # core: {client}")
     for r in resources:
         out.append(f"        self.{r} = {_class_name(r, flavour)}(core)")
@@ -316,7 +321,9 @@ def _method(doc: dict[str, Any], op: Operation, flavour: str, strict: set[str]) 
             t = sig_types.of(props[prop], strict=True, sig=True)
             ident = _ident(prop)
             body_fields.append(f"{prop!r}: {ident}")
-            kw.append(f"{ident}: {t}" if prop in required else f"{ident}: {t} | NotGiven = NOT_GIVEN")
+            kw.append(
+                f"{ident}: {t}" if prop in required else f"{ident}: {t} | NotGiven = NOT_GIVEN"
+            )
     for p in sorted(other_params, key=lambda p: not p.required):
         t = sig_types.of(p.schema, strict=True, sig=True)
         kw.append(f"{p.py_name}: {t}" if p.required else f"{p.py_name}: {_optional_type(t)} = None")

@@ -131,7 +131,8 @@ def _paginated(doc: dict[str, Any], params: list[Param], response: dict[str, Any
 def page_item_ref(doc: dict[str, Any], response: dict[str, Any]) -> str:
     items = _resolve(doc, response)["properties"]["items"]["items"]
     name = ref_name(items)
-    assert name, "a page's items are a component"
+    if not name:
+        raise SystemExit("a page's items must be a component schema")
     return name
 
 

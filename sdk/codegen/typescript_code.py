@@ -24,7 +24,9 @@ def operations_module(doc: dict[str, Any], names: dict[str, Any]) -> str:
             "path": op.path,
             "pathParams": [p.name for p in op.params if p.location == "path"],
             "uuidParams": [
-                p.name for p in op.params if p.location == "path" and p.schema.get("format") == "uuid"
+                p.name
+                for p in op.params
+                if p.location == "path" and p.schema.get("format") == "uuid"
             ],
             "query": [p.name for p in op.params if p.location == "query"],
             "headers": [p.name for p in op.params if p.location == "header"],

@@ -47,7 +47,7 @@ def scripted_server(script: Script) -> Iterator[tuple[str, list[Seen]]]:
             self.end_headers()
             self.wfile.write(body)
 
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle  # noqa: N815
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
         def log_message(self, *args: object) -> None:
             pass
@@ -64,9 +64,13 @@ def scripted_server(script: Script) -> Iterator[tuple[str, list[Seen]]]:
 
 def forward(upstream: str, request: Seen) -> tuple[int, dict[str, str], bytes]:
     """Send ``request`` on to ``upstream`` and return its answer."""
-    headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length")}
+    headers = {
+        k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length")
+    }
     response = httpx.request(
         request.method, upstream + request.path, headers=headers, content=request.body, timeout=10
     )
-    kept = {k: v for k, v in response.headers.items() if k.lower() in ("content-type", "retry-after")}
+    kept = {
+        k: v for k, v in response.headers.items() if k.lower() in ("content-type", "retry-after")
+    }
     return response.status_code, kept, response.content

@@ -10,10 +10,10 @@ import time
 import uuid
 
 import pytest
+from tether_client import RateLimited, ServiceUnavailable, Tether
 
 from tests.sdk.http_doubles import Seen, forward, scripted_server
 from tests.sdk.live import LiveServer
-from tether_client import RateLimited, ServiceUnavailable, Tether
 
 pytestmark = [pytest.mark.integration, pytest.mark.worker]
 
@@ -90,37 +90,72 @@ def test_closing_flushes_and_counts_what_could_not_be_sent(gateway_key: str) -> 
 
 
 def _resolved(status: int) -> bytes:
-    body = {k: str(uuid.uuid4()) for k in ("relationship_id", "global_user_id", "user_facet_id", "creator_persona_id", "creator_id")}
+    body = {
+        k: str(uuid.uuid4())
+        for k in (
+            "relationship_id",
+            "global_user_id",
+            "user_facet_id",
+            "creator_persona_id",
+            "creator_id",
+        )
+    }
     return json.dumps(body | {"created": status == 201}).encode()
 
 
 def test_retries_wait_for_retry_after_on_503_and_429() -> None:
     answers = iter(
         [
-            (503, {"Retry-After": "0.3", "Content-Type": "application/problem+json"}, b'{"code": "database_unavailable"}'),
-            (429, {"Retry-After": "0.3", "Content-Type": "application/problem+json"}, b'{"code": "rate_limited"}'),
+            (
+                503,
+                {"Retry-After": "0.3", "Content-Type": "application/problem+json"},
+                b'{"code": "database_unavailable"}',
+            ),
+            (
+                429,
+                {"Retry-After": "0.3", "Content-Type": "application/problem+json"},
+                b'{"code": "rate_limited"}',
+            ),
             (201, {"Content-Type": "application/json"}, _resolved(201)),
         ]
     )
-    with scripted_server(lambda _: next(answers)) as (url, seen):
-        with Tether("tth_x", base_url=url, max_retries=2) as client:
-            started = time.monotonic()
-            client.relationships.resolve(user={"external_id": "u"}, persona={"external_id": "p", "creator_external_id": "c"})
-            assert time.monotonic() - started >= 0.6
+    with (
+        scripted_server(lambda _: next(answers)) as (url, seen),
+        Tether("tth_x", base_url=url, max_retries=2) as client,
+    ):
+        started = time.monotonic()
+        client.relationships.resolve(
+            user={"external_id": "u"}, persona={"external_id": "p", "creator_external_id": "c"}
+        )
+        assert time.monotonic() - started >= 0.6
     assert len(seen) == 3
 
 
 def test_a_write_without_a_key_is_not_retried_on_503_and_errors_say_when_to_retry() -> None:
-    problem = (503, {"Retry-After": "7", "Content-Type": "application/problem+json"}, b'{"code": "database_unavailable", "status": 503}')
-    with scripted_server(lambda _: problem) as (url, seen):
-        with Tether("tth_x", base_url=url) as client, pytest.raises(ServiceUnavailable) as unavailable:
-            client.api_keys.create(role="gateway")
+    problem = (
+        503,
+        {"Retry-After": "7", "Content-Type": "application/problem+json"},
+        b'{"code": "database_unavailable", "status": 503}',
+    )
+    with (
+        scripted_server(lambda _: problem) as (url, seen),
+        Tether("tth_x", base_url=url) as client,
+        pytest.raises(ServiceUnavailable) as unavailable,
+    ):
+        client.api_keys.create(role="gateway")
     assert len(seen) == 1  # creating a key twice is not harmless: not retried
     assert unavailable.value.retry_after == 7
-    limited = (429, {"Retry-After": "60", "Content-Type": "application/problem+json"}, b'{"code": "quota_exceeded"}')
-    with scripted_server(lambda _: limited) as (url, seen):
-        with Tether("tth_x", base_url=url) as client, pytest.raises(RateLimited) as refused:
-            client.health.get()
+    limited = (
+        429,
+        {"Retry-After": "60", "Content-Type": "application/problem+json"},
+        b'{"code": "quota_exceeded"}',
+    )
+    with (
+        scripted_server(lambda _: limited) as (url, seen),
+        Tether("tth_x", base_url=url) as client,
+        pytest.raises(RateLimited) as refused,
+    ):
+        client.health.get()
     assert len(seen) == 1  # a minute is longer than the SDK waits on its own
     assert (refused.value.code, refused.value.retry_after) == ("quota_exceeded", 60)
 
@@ -137,9 +172,13 @@ def test_a_lost_answer_is_retried_and_stored_once(
             return None  # stored upstream, but the client never hears it
         return answer
 
-    with scripted_server(lose_first_turns_answer) as (url, seen), Tether(gateway_key, base_url=url) as client:
+    with (
+        scripted_server(lose_first_turns_answer) as (url, seen),
+        Tether(gateway_key, base_url=url) as client,
+    ):
         rid = client.relationships.resolve(
-            user={"external_id": "u-lost"}, persona={"external_id": "luna", "creator_external_id": "studio-7"}
+            user={"external_id": "u-lost"},
+            persona={"external_id": "luna", "creator_external_id": "studio-7"},
         ).relationship_id
         result = client.turns.ingest(
             rid,
@@ -149,7 +188,11 @@ def test_a_lost_answer_is_retried_and_stored_once(
             ],
         )
         assert [r.status for r in result.results] == ["duplicate", "duplicate"]
-        keys = [json.loads(s.body)["turns"][0]["idempotency_key"] for s in seen if s.path.endswith("/turns")]
+        keys = [
+            json.loads(s.body)["turns"][0]["idempotency_key"]
+            for s in seen
+            if s.path.endswith("/turns")
+        ]
         assert len(keys) == 2
         assert keys[0] == keys[1]  # the retry carried the same keys
         assert len(_stored_texts(client, rid, 2)) == 2

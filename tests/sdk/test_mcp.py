@@ -3,6 +3,7 @@ process; bound to one relationship, it cannot reach another however it is asked.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -15,10 +16,10 @@ import httpx
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-
-from tests.sdk.live import LiveServer, free_port
 from tether_client import AsyncTether, Tether
 from tether_client.mcp.server import build_server
+
+from tests.sdk.live import LiveServer, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -47,11 +48,17 @@ def payload(result: Any) -> Any:
     return data if data is not None else json.loads(result.content[0].text)
 
 
-async def test_every_tool_works_on_the_bound_relationship(live: LiveServer, world: dict[str, str]) -> None:
+async def test_every_tool_works_on_the_bound_relationship(
+    live: LiveServer, world: dict[str, str]
+) -> None:
     client = AsyncTether(world["key"], base_url=live.url)
     async with Client(build_server(client, world["a"])) as mcp:
         assert {t.name for t in (await mcp.list_tools()).tools} == TOOLS
-        kept = payload(await mcp.call_tool("remember", {"content": "The user runs marathons", "memory_type": "fact"}))
+        kept = payload(
+            await mcp.call_tool(
+                "remember", {"content": "The user runs marathons", "memory_type": "fact"}
+            )
+        )
         assert kept["content"] == "The user runs marathons"
         listed = payload(await mcp.call_tool("list_memories", {}))
         assert [m["content"] for m in listed] == ["用户A喜欢喝乌龙茶", "The user runs marathons"]
@@ -114,17 +121,18 @@ async def test_tether_mcp_serves_streamable_http(live: LiveServer, world: dict[s
     port = free_port()
     command = [str(Path(sys.executable).parent / "tether-mcp"), "--transport", "http"]
     command += ["--port", str(port), "--relationship-id", world["a"]]
-    server = subprocess.Popen(command, env=_env(live, world["key"]), stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(command, env=_env(live, world["key"]), stderr=subprocess.DEVNULL)  # noqa: ASYNC220
     try:
         deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
-                break
-            except httpx.HTTPError:
-                assert server.poll() is None, "tether-mcp exited"
-                assert time.monotonic() < deadline, "tether-mcp did not listen"
-                time.sleep(0.1)
+        async with httpx.AsyncClient() as http:
+            while True:
+                try:
+                    await http.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
+                    break
+                except httpx.HTTPError:
+                    assert server.poll() is None, "tether-mcp exited"
+                    assert time.monotonic() < deadline, "tether-mcp did not listen"
+                    await asyncio.sleep(0.1)
         async with Client(f"http://127.0.0.1:{port}/mcp") as mcp:
             listed = payload(await mcp.call_tool("list_memories", {}))
             assert "用户A喜欢喝乌龙茶" in [m["content"] for m in listed]

@@ -8,8 +8,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from tests.sdk.live import LiveServer
 from tether_client import (
     AsyncTether,
     Forbidden,
@@ -20,6 +18,8 @@ from tether_client import (
     ValidationError,
     models,
 )
+
+from tests.sdk.live import LiveServer
 
 pytestmark = pytest.mark.integration
 
@@ -66,8 +66,12 @@ def test_resolve_memories_and_pages_walk_every_item(gateway: Tether) -> None:
 
 def test_an_external_id_makes_a_create_idempotent(gateway: Tether) -> None:
     rid = gateway.relationships.resolve(user={"external_id": "u-2"}, persona=LUNA).relationship_id
-    first = gateway.memories.create(rid, content="The user is allergic to peanuts", external_id="m-1")
-    second = gateway.memories.create(rid, content="The user is allergic to peanuts", external_id="m-1")
+    first = gateway.memories.create(
+        rid, content="The user is allergic to peanuts", external_id="m-1"
+    )
+    second = gateway.memories.create(
+        rid, content="The user is allergic to peanuts", external_id="m-1"
+    )
     assert first.id == second.id
     assert len(list(gateway.memories.list(rid))) == 1
 
@@ -119,7 +123,9 @@ def test_bad_arguments_are_refused_before_sending(gateway: Tether) -> None:
     with pytest.raises(TypeError, match="content"):
         gateway.memories.create(str(uuid.uuid4()), content=42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="role"):
-        gateway.turns.ingest(str(uuid.uuid4()), turns=[{"session_id": "s", "role": "bot", "text": "hi"}])
+        gateway.turns.ingest(
+            str(uuid.uuid4()), turns=[{"session_id": "s", "role": "bot", "text": "hi"}]
+        )
     with pytest.raises(ValueError, match="query"):
         gateway.context.build(relationship_id=str(uuid.uuid4()), query="")
 
@@ -148,7 +154,9 @@ def test_a_document_uploads_from_a_path(tmp_path: Path, admin: Tether) -> None:
 async def test_the_async_client_does_the_same(live: LiveServer, admin: Tether) -> None:
     key = admin.api_keys.create(role="gateway", name="async")
     async with AsyncTether(key.token, base_url=live.url) as client:
-        rid = (await client.relationships.resolve(user={"external_id": "u-6"}, persona=LUNA)).relationship_id
+        rid = (
+            await client.relationships.resolve(user={"external_id": "u-6"}, persona=LUNA)
+        ).relationship_id
         for text in ("用户喜欢猫", "The user likes dogs", "用户会弹吉他"):
             await client.memories.create(rid, content=text)
         walked = [m.content async for m in client.memories.list(rid, limit=2)]

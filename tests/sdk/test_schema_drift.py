@@ -12,10 +12,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tether_client._operations import OPERATIONS
 
 from tether.app import create_app, with_outer_middleware
 from tether.core.settings import Settings
-from tether_client._operations import OPERATIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = "add it to sdk/operations.json and run `python sdk/generate.py`"
@@ -48,7 +48,9 @@ def _typescript_operations() -> dict[str, tuple[str, str]]:
     return found
 
 
-def _compare(served: dict[str, tuple[str, str]], sdk: dict[str, tuple[str, str]], which: str) -> None:
+def _compare(
+    served: dict[str, tuple[str, str]], sdk: dict[str, tuple[str, str]], which: str
+) -> None:
     missing = sorted(set(served) - set(sdk))
     extra = sorted(set(sdk) - set(served))
     moved = sorted(k for k in set(served) & set(sdk) if served[k] != sdk[k])

@@ -2,11 +2,11 @@
 
 __version__ = "0.1.0"
 
-from tether_client import models  # noqa: E402
-from tether_client._spec import NOT_GIVEN, NotGiven  # noqa: E402
-from tether_client.capture import CaptureStats  # noqa: E402
-from tether_client.client import AsyncTether, Tether  # noqa: E402
-from tether_client.errors import (  # noqa: E402
+from tether_client import models
+from tether_client._spec import NOT_GIVEN, NotGiven
+from tether_client.capture import CaptureStats
+from tether_client.client import AsyncTether, Tether
+from tether_client.errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
@@ -26,7 +26,7 @@ from tether_client.errors import (  # noqa: E402
     ValidationError,
     WrongRegion,
 )
-from tether_client.gateway import ChatContext  # noqa: E402
+from tether_client.gateway import ChatContext
 
 __all__ = [
     "NOT_GIVEN",

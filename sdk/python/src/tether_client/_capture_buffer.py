@@ -193,4 +193,4 @@ def log_refusal(batch: list[Pending], response: httpx.Response) -> None:
 def backoff(failures: int, retry_after: float | None, cap: float = 5.0) -> float:
     """Jittered exponential wait before resending (at least ``Retry-After``)."""
     wait = random.uniform(0.5, 1.0) * min(cap, 0.2 * 2 ** min(failures, 10))  # noqa: S311
-    return max(wait, retry_after or 0.0)
+    return float(max(wait, retry_after or 0.0))

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
 
 from tether_client import models as m
 from tether_client._spec import Operation
-
 
 CreateApiKey: Operation[m.ApiKeyCreated] = Operation(
     op_id="CreateApiKey",

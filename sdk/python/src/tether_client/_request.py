@@ -31,7 +31,7 @@ _WRONG_TYPE = re.compile(r"Expected `[^`]+`, got `")
 class Prepared:
     method: str
     path: str
-    query: list[tuple[str, str]] = field(default_factory=list)
+    query: list[tuple[str, str | int | float | bool | None]] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=dict)
     content: bytes | None = None
 
@@ -42,12 +42,12 @@ def _invalid(op: Operation[Any], what: str, exc: msgspec.ValidationError) -> Exc
     return TypeError(message) if _WRONG_TYPE.match(str(exc)) else ValueError(message)
 
 
-def prepare(
-    op: Operation[Any], params: dict[str, Any], body: dict[str, Any] | None
-) -> Prepared:
+def prepare(op: Operation[Any], params: dict[str, Any], body: dict[str, Any] | None) -> Prepared:
     """The request of one call; raises ``TypeError``/``ValueError`` on a bad argument."""
     given = {
-        op.wire_names.get(k, k): v for k, v in params.items() if v is not None and v is not NOT_GIVEN
+        op.wire_names.get(k, k): v
+        for k, v in params.items()
+        if v is not None and v is not NOT_GIVEN
     }
     raw = msgspec.to_builtins(given, str_keys=True)
     if op.params is not None:

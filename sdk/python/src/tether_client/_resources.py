@@ -9,7 +9,13 @@ from typing import IO, Any, Literal
 from tether_client import _operations as ops
 from tether_client import models as m
 from tether_client._pagination import AsyncPager, SyncPager
-from tether_client._spec import NOT_GIVEN, AsyncResource, FileInput, NotGiven, SyncResource
+from tether_client._spec import (
+    NOT_GIVEN,
+    AsyncResource,
+    FileInput,
+    NotGiven,
+    SyncResource,
+)
 
 
 class ApiKeysResource(SyncResource):

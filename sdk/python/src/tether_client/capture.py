@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import threading
 import time
 import weakref
@@ -22,7 +23,6 @@ from tether_client._capture_buffer import (
     Outcome,
     Pending,
     backoff,
-    log,
     log_refusal,
     new_turn,
     outcome_of,
@@ -32,7 +32,9 @@ from tether_client._capture_buffer import (
 __all__ = ["AsyncCaptureQueue", "CaptureQueue", "CaptureStats"]
 
 
-def _send_sync(http: httpx.Client, batch: list[Pending], deadline: float) -> tuple[Outcome, float | None]:
+def _send_sync(
+    http: httpx.Client, batch: list[Pending], deadline: float
+) -> tuple[Outcome, float | None]:
     path, body = request_of(batch)
     try:
         response = http.post(path, json=body, timeout=httpx.Timeout(deadline))
@@ -64,7 +66,9 @@ class _QueueBase:
             self.buffer.count_invalid("capture() after close()")
             return False
         if not isinstance(text, str) or not text or role not in ("user", "assistant"):
-            self.buffer.count_invalid(f"text must be a non-empty str and role user|assistant, got {role!r}")
+            self.buffer.count_invalid(
+                f"text must be a non-empty str and role user|assistant, got {role!r}"
+            )
             return False
         if not isinstance(session_id, str) or not session_id:
             self.buffer.count_invalid("session_id must be a non-empty str")
@@ -213,17 +217,16 @@ class AsyncCaptureQueue(_QueueBase):
     def _ensure_task(self) -> None:
         if self._task is None or self._task.done():
             self._wake = asyncio.Event()
-            self._task = asyncio.get_running_loop().create_task(self._run())
-        assert self._wake is not None
-        self._wake.set()
+            self._task = asyncio.get_running_loop().create_task(self._run(self._wake))
+        if self._wake is not None:
+            self._wake.set()
 
-    async def _run(self) -> None:
-        assert self._wake is not None
+    async def _run(self, wake: asyncio.Event) -> None:
         failures = 0
         while True:
             if not self.buffer.has_items():
-                self._wake.clear()
-                await self._wake.wait()
+                wake.clear()
+                await wake.wait()
             if self.linger:
                 await asyncio.sleep(self.linger)
             batch = self.buffer.take()
@@ -265,10 +268,8 @@ class AsyncCaptureQueue(_QueueBase):
         if self._task is not None:
             await self.flush(self._close_timeout if timeout is None else timeout)
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except asyncio.CancelledError:
-                pass
         self.buffer.drop_rest("unsent when the client closed")
 
     def drain_blocking(self, base_url: str, headers: dict[str, str], budget: float) -> None:

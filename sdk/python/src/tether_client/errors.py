@@ -65,9 +65,7 @@ class PreconditionFailed(Conflict):
 
     def __init__(self, response: httpx.Response, problem: dict[str, Any]) -> None:
         super().__init__(response, problem)
-        self.current_etag: str | None = problem.get("current_etag") or response.headers.get(
-            "etag"
-        )
+        self.current_etag: str | None = problem.get("current_etag") or response.headers.get("etag")
         version = problem.get("current_version")
         self.current_version: int | None = int(version) if version is not None else None
 

@@ -81,7 +81,9 @@ def _messages(system: str | None, history: list[Message] | None, text: str) -> l
     return [*out, *(history or []), {"role": "user", "content": text}]
 
 
-def _request(who: Who, rid: str | None, text: str, messages: list[Message], options: dict[str, Any]) -> dict[str, Any]:
+def _request(
+    who: Who, rid: str | None, text: str, messages: list[Message], options: dict[str, Any]
+) -> dict[str, Any]:
     body: dict[str, Any] = {"query": text[:4000], "messages": messages, **options}
     if rid is not None:
         body["relationship_id"] = rid
@@ -150,10 +152,14 @@ class Gateway:
             self._client.capture(ctx.relationship_id, text, role="user", session_id=session_id)
         return ctx
 
-    def _fetch(self, who: Who, rid: str | None, text: str, plain: list[Message], budget: float) -> ChatContext:
+    def _fetch(
+        self, who: Who, rid: str | None, text: str, plain: list[Message], budget: float
+    ) -> ChatContext:
         started = time.monotonic()
         try:
-            response = self._core.call(ops.BuildContext, {}, _request(who, rid, text, plain, self._options), budget)
+            response = self._core.call(
+                ops.BuildContext, {}, _request(who, rid, text, plain, self._options), budget
+            )
         except NotFound:
             self.cache.forget(who)  # erased or moved: resolve again next time
             raise
@@ -172,7 +178,9 @@ class Gateway:
 class AsyncGateway:
     """``client.gateway(...)`` of the async client."""
 
-    def __init__(self, client: AsyncTether, *, deadline: float = 1.0, **context_options: Any) -> None:
+    def __init__(
+        self, client: AsyncTether, *, deadline: float = 1.0, **context_options: Any
+    ) -> None:
         core = client._core
         self._core = AsyncClientCore(core.api_key, core.base_url, None, RetryPolicy(0), core.http)
         self._client, self.deadline, self._options = client, deadline, context_options

@@ -23,8 +23,12 @@ def build_parser(prog: str = "tether-mcp") -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=8765, help="HTTP: port (path /mcp)")
     parser.add_argument("--relationship-id", default=os.environ.get("TETHER_RELATIONSHIP_ID"))
     parser.add_argument("--user", default=os.environ.get("TETHER_USER"), help="user external id")
-    parser.add_argument("--persona", default=os.environ.get("TETHER_PERSONA"), help="persona external id")
-    parser.add_argument("--creator", default=os.environ.get("TETHER_CREATOR"), help="creator external id")
+    parser.add_argument(
+        "--persona", default=os.environ.get("TETHER_PERSONA"), help="persona external id"
+    )
+    parser.add_argument(
+        "--creator", default=os.environ.get("TETHER_CREATOR"), help="creator external id"
+    )
     parser.add_argument("--facet", default=os.environ.get("TETHER_FACET", "default"))
     parser.add_argument("--url", default=None, help="Tether's URL (default TETHER_URL)")
     return parser

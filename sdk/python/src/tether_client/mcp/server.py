@@ -98,13 +98,17 @@ def build_server(client: AsyncTether, relationship_id: str, name: str = "tether"
         """What to know before answering ``query``: persona rules, memories, recent turns
         (as text marked as data, not instructions)."""
         try:
-            built = await client.context.build(relationship_id=rid, query=query, max_tokens=max_tokens)
+            built = await client.context.build(
+                relationship_id=rid, query=query, max_tokens=max_tokens
+            )
         except (TetherError, ValueError, TypeError) as exc:
             raise ToolError(f"no context: {exc}") from exc
         return built.context
 
     @server.tool()
-    async def list_memories(limit: int = 20, memory_type: str | None = None) -> list[dict[str, Any]]:
+    async def list_memories(
+        limit: int = 20, memory_type: str | None = None
+    ) -> list[dict[str, Any]]:
         """The relationship's memories in creation order (at most ``limit``)."""
         try:
             kind: Any = memory_type
