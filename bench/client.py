@@ -20,7 +20,6 @@ import time
 import uuid
 
 import httpx
-
 from tether_client import AsyncTether, Tether
 
 PERSONA = {"persona": "luna", "creator": "studio-7"}
@@ -78,7 +77,9 @@ def sync_throughput(key: str, url: str, turns: int, relationships: list[str]) ->
     with Tether(key, base_url=url, capture_queue_size=turns) as tether:
         started = time.perf_counter()
         for i in range(turns):
-            tether.capture(relationships[i % len(relationships)], f"sync {i} 第{i}轮", session_id="t")
+            tether.capture(
+                relationships[i % len(relationships)], f"sync {i} 第{i}轮", session_id="t"
+            )
         queued = time.perf_counter() - started
         tether.flush(600)
         took = time.perf_counter() - started
@@ -94,7 +95,9 @@ async def async_throughput(key: str, url: str, turns: int, relationships: list[s
     async with AsyncTether(key, base_url=url, capture_queue_size=turns) as tether:
         started = time.perf_counter()
         for i in range(turns):
-            tether.capture(relationships[i % len(relationships)], f"async {i} 第{i}轮", session_id="t")
+            tether.capture(
+                relationships[i % len(relationships)], f"async {i} 第{i}轮", session_id="t"
+            )
         await tether.flush(600)
         took = time.perf_counter() - started
         stats = tether.capture_stats()
