@@ -4,6 +4,8 @@ uploads and arguments checked before anything is sent (Chinese and English)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -163,3 +165,35 @@ async def test_the_async_client_does_the_same(live: LiveServer, admin: Tether) -
         assert walked == ["用户喜欢猫", "The user likes dogs", "用户会弹吉他"]
         with pytest.raises(NotFound):
             await client.memories.get(rid, str(uuid.uuid4()))
+
+
+EXIT_SCRIPT = """
+import atexit, sys
+from tether_client import Tether
+
+# Registered first, so it runs last: after the client's own exit hook flushed the queue.
+atexit.register(lambda: print("stats", client.capture_stats()))
+client = Tether(sys.argv[1], base_url=sys.argv[2])
+rid = client.relationships.resolve(
+    user={"external_id": "u-exit"}, persona={"external_id": "luna", "creator_external_id": "c"}
+).relationship_id
+for i in range(30):
+    client.capture(rid, f"turn {i} 第{i}轮", session_id="exit")
+# no close(): the interpreter exits with the turns still queued
+"""
+
+
+def test_the_queue_is_flushed_when_the_interpreter_exits(
+    tmp_path: Path, live: LiveServer, gateway: Tether, admin: Tether
+) -> None:
+    key = admin.api_keys.create(role="gateway", name="exit").token
+    script = tmp_path / "exit.py"
+    script.write_text(EXIT_SCRIPT, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script), key, live.url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "queued=30, sent=30, dropped=0, failed=0, pending=0" in done.stdout, done.stderr
