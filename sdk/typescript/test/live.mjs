@@ -2,7 +2,7 @@
 // caller started one (as `make test` does), else a `tether serve` this script starts on
 // a free port with its own data directory (and stops when the tests end).
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -42,14 +42,21 @@ export async function liveTether() {
   const dataDir = mkdtempSync(join(tmpdir(), "tether-ts-"));
   const port = await freePort();
   const env = { ...process.env, TETHER_DATA_DIR: dataDir, TETHER_PORT: String(port) };
-  const child = spawn(tether, ["serve"], { env, stdio: ["ignore", "ignore", "inherit"] });
+  const child = spawn(tether, ["serve"], { env, stdio: "ignore" });
+  child.unref(); // the tests' end, not the server, decides when this process exits
   const url = `http://127.0.0.1:${port}`;
   await waitHealthy(url, child, 120);
   const created = JSON.parse(execFileSync(tether, ["tenant", "create", `ts-${port}`], { env }).toString());
-  process.once("exit", () => {
-    child.kill("SIGTERM");
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const stop = () => {
+    if (child.exitCode === null) child.kill("SIGTERM"); // it stops its worker and stores
+  };
+  process.once("exit", stop);
+  for (const signal of ["SIGINT", "SIGTERM"]) {
+    process.once(signal, () => {
+      stop();
+      process.exit(130);
+    });
+  }
   started = { url, adminKey: created.admin_token };
   return started;
 }
