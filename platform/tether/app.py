@@ -10,8 +10,6 @@ from litestar import Litestar
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.middleware import DefineMiddleware
-from litestar.openapi import OpenAPIConfig
-from litestar.openapi.spec import Components, SecurityScheme
 from litestar.plugins.opentelemetry import OpenTelemetryPlugin
 from litestar.types import ASGIApp
 
@@ -26,6 +24,7 @@ from tenancy.relationships.deps import provide_card_cache, provide_relationship_
 from tether.api.after_response import after_response_middleware
 from tether.api.body import TetherRequest
 from tether.api.metrics import http_tracing, route_telemetry
+from tether.api.openapi import assets_router, openapi_config
 from tether.api.problems import EXCEPTION_HANDLERS
 from tether.api.request_id import request_id_middleware
 from tether.console.router import console_router, template_config
@@ -92,7 +91,7 @@ def create_app(settings: Settings) -> Litestar:
     # The console's pages sign in with a session cookie, not a bearer key (docs/console.md).
     console = [console_router()] if settings.console.enabled else []
     return Litestar(
-        route_handlers=[*ROUTE_HANDLERS, *console],
+        route_handlers=[*ROUTE_HANDLERS, assets_router(), *console],
         lifespan=[lifespan],
         state=State(
             {
@@ -121,17 +120,7 @@ def create_app(settings: Settings) -> Litestar:
         request_class=TetherRequest,
         template_config=template_config(),
         request_max_body_size=settings.api.max_body_bytes,
-        openapi_config=OpenAPIConfig(
-            title="Tether",
-            version=tether.__version__,
-            path="/schema",
-            components=Components(
-                security_schemes={
-                    "ApiKey": SecurityScheme(type="http", scheme="bearer", description="API key")
-                }
-            ),
-            security=[{"ApiKey": []}],
-        ),
+        openapi_config=openapi_config(tether.__version__),
         debug=False,
     )
 

@@ -121,6 +121,18 @@ def _cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_mcp(_: Settings, args: argparse.Namespace) -> int:
+    # The MCP server is a client of the API and ships with the Python SDK
+    # (docs/decisions/0040-clients.md); this command only delegates to it.
+    try:
+        from tether_client.mcp.cli import main as mcp_main
+    except ImportError as exc:
+        raise StartupError(
+            f"the MCP server is not installed ({exc})", "pip install './sdk/python[mcp]'"
+        ) from exc
+    return mcp_main(args.rest, prog="tether mcp")
+
+
 def _cmd_doctor(settings: Settings, _: argparse.Namespace) -> int:
     from tether.runtime.doctor import run_checks
 
@@ -172,11 +184,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "doctor", help="check every dependency and print what is wrong, with the fix"
     ).set_defaults(handler=_cmd_doctor)
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve one relationship's memory over MCP (stdio or streamable HTTP); "
+        "`tether mcp --help` for its options",
+        add_help=False,
+    )
+    mcp.set_defaults(handler=_cmd_mcp)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.command != "mcp":  # only `tether mcp` passes its options on
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.rest = rest
     settings = Settings()
     configure_logging(settings.log_level)
     if getattr(args, "region", "unset") is None:

@@ -46,6 +46,7 @@ async def test_profile_versions_with_etag_and_412_on_stale_write(client, make_te
     )
     assert stale.status_code == 412
     assert stale.json()["code"] == "profile_changed"
+    assert stale.json()["current_etag"] == first.headers["ETag"]
 
     second = await client.put(
         f"/v1/personas/{pid}/profile",

@@ -66,7 +66,11 @@ class PersonaProfileService:
         current = await self._profiles.latest(persona_id)
         version = 0 if current is None else current.version
         if if_match.strip() not in (etag(version), f"W/{etag(version)}"):
-            raise ProfileChanged(f"you sent If-Match {if_match}, the profile is at {etag(version)}")
+            raise ProfileChanged(
+                f"you sent If-Match {if_match}, the profile is at {etag(version)}",
+                current_etag=etag(version),
+                current_version=version,
+            )
         row = await self._profiles.append(
             creator_persona_id=persona_id,
             version=version + 1,

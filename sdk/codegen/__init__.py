@@ -1,0 +1,1 @@
+"""Code generators of the SDKs (run ``python sdk/generate.py``)."""
