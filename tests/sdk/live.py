@@ -15,8 +15,10 @@ import time
 import httpx
 
 from tenancy.access.services import TenantService
-from tether.core.database import create_engine, create_session_factory, transaction
+from tether.core.database import create_engine, create_session_factory
+from tether.core.ids import TenantId, new_id
 from tether.core.settings import Settings
+from tether.core.tenant_sessions import tenant_transaction
 from tether.runtime.serve import worker_env
 
 
@@ -75,9 +77,13 @@ def create_tenant(settings: Settings, name: str, region: str = "local") -> str:
 
     async def create() -> str:
         engine = create_engine(settings)
+        tenant_id = TenantId(new_id())
         try:
-            async with transaction(create_session_factory(engine)) as session:
-                created = await TenantService(session).create(f"{name}-{os.getpid()}", region)
+            # Row security: the new tenant's rows are written in a session bound to it.
+            async with tenant_transaction(create_session_factory(engine), tenant_id) as session:
+                created = await TenantService(session).create(
+                    f"{name}-{os.getpid()}", region, tenant_id
+                )
         finally:
             await engine.dispose()
         return created.admin_token

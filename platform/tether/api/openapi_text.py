@@ -53,5 +53,5 @@ REPORTED_ERRORS: dict[str, tuple[int, str]] = {
 }
 
 # Operations that stream JSON lines (one object per line) rather than one JSON document.
-STREAMED: frozenset[str] = frozenset({"ExportAuditEvents", "ExportUser"})
+STREAMED: frozenset[str] = frozenset({"ExportAuditEvents", "ExportRelationship", "ExportUser"})
 NDJSON = "application/x-ndjson"

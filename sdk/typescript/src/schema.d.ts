@@ -608,6 +608,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/relationships/{relationship_id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export relationship
+         * @description One relationship's turns, memories and their versions as JSON lines (the first
+         *     line says whether private notes are included). Audited.
+         */
+        get: operations["ExportRelationship"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/relationships/{relationship_id}/forget": {
         parameters: {
             query?: never;
@@ -1766,6 +1787,8 @@ export interface components {
         };
         /** PrivacyPatterns */
         PrivacyPatterns: {
+            /** @default false */
+            filter_documents?: boolean;
             patterns: components["schemas"]["PrivacyPattern"][];
         };
         /**
@@ -2334,6 +2357,8 @@ export interface operations {
                 global_user_id?: string | null;
                 since?: string | null;
                 until?: string | null;
+                actor_key_id?: string | null;
+                actor_role?: string | null;
                 cursor?: string | null;
                 limit?: number;
             };
@@ -5469,6 +5494,90 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ConsolidationPage"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such object, or one out of this key's reach: both answer 404 (`*_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ExportRelationship: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                relationship_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Stream Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
                 };
             };
             /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */

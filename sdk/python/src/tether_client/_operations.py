@@ -68,7 +68,12 @@ RevokeApiKey: Operation[None] = Operation(
 
 
 class ExportAuditEventsParams(msgspec.Struct, kw_only=True):
-    action: str | None = msgspec.field(default=None)
+    action: (
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
+        | None
+    ) = msgspec.field(default=None)
     since: datetime | None = msgspec.field(default=None)
     until: datetime | None = msgspec.field(default=None)
 
@@ -90,9 +95,24 @@ ExportAuditEvents: Operation[int] = Operation(
 
 
 class ListAuditEventsParams(msgspec.Struct, kw_only=True):
-    action: str | None = msgspec.field(default=None)
-    object: str | None = msgspec.field(default=None)
-    decision: str | None = msgspec.field(default=None)
+    action: (
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    object: (
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    decision: (
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
+        | None
+    ) = msgspec.field(default=None)
     relationship_id: (
         Annotated[
             str,
@@ -113,8 +133,25 @@ class ListAuditEventsParams(msgspec.Struct, kw_only=True):
     ) = msgspec.field(default=None)
     since: datetime | None = msgspec.field(default=None)
     until: datetime | None = msgspec.field(default=None)
-    cursor: str | None = msgspec.field(default=None)
-    limit: int | None = msgspec.field(default=None)
+    actor_key_id: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+            ),
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    actor_role: (
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
 
 
 ListAuditEvents: Operation[m.AuditPage] = Operation(
@@ -130,6 +167,8 @@ ListAuditEvents: Operation[m.AuditPage] = Operation(
         "global_user_id": "query",
         "since": "query",
         "until": "query",
+        "actor_key_id": "query",
+        "actor_role": "query",
         "cursor": "query",
         "limit": "query",
     },
@@ -267,8 +306,10 @@ GetCreator: Operation[m.CreatorRead] = Operation(
 
 
 class ListCreatorsParams(msgspec.Struct, kw_only=True):
-    cursor: str | None = msgspec.field(default=None)
-    limit: int | None = msgspec.field(default=None)
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
 
 
 ListCreators: Operation[m.CreatorPage] = Operation(
@@ -344,7 +385,7 @@ class PutGlobalProfileFieldParams(msgspec.Struct, kw_only=True):
             pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
         ),
     ]
-    field: str
+    field: Annotated[str, msgspec.Meta(max_length=64, pattern="^[a-z][a-z0-9_]{0,63}$")]
 
 
 PutGlobalProfileField: Operation[m.ProfileFieldRead] = Operation(
@@ -558,8 +599,10 @@ class ListKnowledgeBasesParams(msgspec.Struct, kw_only=True):
         ]
         | None
     ) = msgspec.field(default=None)
-    cursor: str | None = msgspec.field(default=None)
-    limit: int | None = msgspec.field(default=None)
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
 
 
 ListKnowledgeBases: Operation[m.KnowledgeBasePage] = Operation(
@@ -586,8 +629,10 @@ class ListDocumentsParams(msgspec.Struct, kw_only=True):
         ),
     ]
     status: m.DocumentStatus | None = msgspec.field(default=None)
-    cursor: str | None = msgspec.field(default=None)
-    limit: int | None = msgspec.field(default=None)
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
 
 
 ListDocuments: Operation[m.DocumentPage] = Operation(
@@ -744,9 +789,16 @@ class ListConsolidationsParams(msgspec.Struct, kw_only=True):
             pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
         ),
     ]
-    session_id: str | None = msgspec.field(default=None)
-    cursor: str | None = msgspec.field(default=None)
-    limit: int | None = msgspec.field(default=None)
+    session_id: (
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
 
 
 ListConsolidations: Operation[m.ConsolidationPage] = Operation(
@@ -971,8 +1023,10 @@ class ListMemoryHistoryParams(msgspec.Struct, kw_only=True):
             pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
         ),
     ]
-    cursor: str | None = msgspec.field(default=None)
-    limit: int | None = msgspec.field(default=None)
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
 
 
 ListMemoryHistory: Operation[m.MemoryVersionPage] = Operation(
@@ -1001,8 +1055,10 @@ class ListMemoriesParams(msgspec.Struct, kw_only=True):
     memory_type: m.MemoryType | None = msgspec.field(default=None)
     active: bool | None = msgspec.field(default=None)
     since: datetime | None = msgspec.field(default=None)
-    cursor: str | None = msgspec.field(default=None)
-    limit: int | None = msgspec.field(default=None)
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
 
 
 ListMemories: Operation[m.MemoryPage] = Operation(
@@ -1200,8 +1256,10 @@ class ListPersonasParams(msgspec.Struct, kw_only=True):
         ]
         | None
     ) = msgspec.field(default=None)
-    cursor: str | None = msgspec.field(default=None)
-    limit: int | None = msgspec.field(default=None)
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
 
 
 ListPersonas: Operation[m.PersonaPage] = Operation(
@@ -1227,8 +1285,10 @@ class ListPersonaProfileHistoryParams(msgspec.Struct, kw_only=True):
             pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
         ),
     ]
-    cursor: str | None = msgspec.field(default=None)
-    limit: int | None = msgspec.field(default=None)
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
 
 
 ListPersonaProfileHistory: Operation[m.PersonaProfilePage] = Operation(
@@ -1254,7 +1314,12 @@ class PutPersonaProfileParams(msgspec.Struct, kw_only=True):
             pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
         ),
     ]
-    if_match: str | None = msgspec.field(default=None, name="If-Match")
+    if_match: (
+        Annotated[
+            str, msgspec.Meta(max_length=64, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
+        | None
+    ) = msgspec.field(default=None, name="If-Match")
 
 
 PutPersonaProfile: Operation[m.PersonaProfileRead] = Operation(
@@ -1378,6 +1443,31 @@ PutPrivacyPatterns: Operation[m.PrivacyPatterns] = Operation(
 )
 
 
+class ExportRelationshipParams(msgspec.Struct, kw_only=True):
+    relationship_id: Annotated[
+        str,
+        msgspec.Meta(
+            pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        ),
+    ]
+
+
+ExportRelationship: Operation[int] = Operation(
+    op_id="ExportRelationship",
+    method="GET",
+    path="/v1/relationships/{relationship_id}/export",
+    params=ExportRelationshipParams,
+    where={"relationship_id": "path"},
+    wire_names={},
+    body=None,
+    body_kind="none",
+    response=None,
+    response_kind="ndjson",
+    idempotency=None,
+    retry="all",
+)
+
+
 class GetRelationshipParams(msgspec.Struct, kw_only=True):
     relationship_id: Annotated[
         str,
@@ -1431,8 +1521,10 @@ class ListRelationshipsParams(msgspec.Struct, kw_only=True):
         ]
         | None
     ) = msgspec.field(default=None)
-    cursor: str | None = msgspec.field(default=None)
-    limit: int | None = msgspec.field(default=None)
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
 
 
 ListRelationships: Operation[m.RelationshipPage] = Operation(
@@ -1464,8 +1556,10 @@ class ListUserRelationshipsParams(msgspec.Struct, kw_only=True):
             pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
         ),
     ]
-    cursor: str | None = msgspec.field(default=None)
-    limit: int | None = msgspec.field(default=None)
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
 
 
 ListUserRelationships: Operation[m.RelationshipPage] = Operation(
@@ -1491,8 +1585,10 @@ class ListOwnershipEventsParams(msgspec.Struct, kw_only=True):
             pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
         ),
     ]
-    cursor: str | None = msgspec.field(default=None)
-    limit: int | None = msgspec.field(default=None)
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
 
 
 ListOwnershipEvents: Operation[m.OwnershipEventPage] = Operation(
@@ -1584,7 +1680,9 @@ class EndSessionParams(msgspec.Struct, kw_only=True):
             pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
         ),
     ]
-    session_id: str
+    session_id: Annotated[
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+    ]
 
 
 EndSession: Operation[m.SessionEnded] = Operation(
@@ -1635,9 +1733,16 @@ class ListTurnsParams(msgspec.Struct, kw_only=True):
             pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
         ),
     ]
-    session_id: str | None = msgspec.field(default=None)
-    cursor: str | None = msgspec.field(default=None)
-    limit: int | None = msgspec.field(default=None)
+    session_id: (
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
 
 
 ListTurns: Operation[m.StoredTurnPage] = Operation(
@@ -1773,8 +1878,10 @@ GetUser: Operation[m.UserRead] = Operation(
 
 
 class ListUsersParams(msgspec.Struct, kw_only=True):
-    cursor: str | None = msgspec.field(default=None)
-    limit: int | None = msgspec.field(default=None)
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
 
 
 ListUsers: Operation[m.UserPage] = Operation(
@@ -1800,8 +1907,10 @@ class ListFacetsParams(msgspec.Struct, kw_only=True):
             pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
         ),
     ]
-    cursor: str | None = msgspec.field(default=None)
-    limit: int | None = msgspec.field(default=None)
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
 
 
 ListFacets: Operation[m.FacetPage] = Operation(
@@ -1841,6 +1950,7 @@ OPERATIONS: dict[str, Operation[Any]] = {
     "EndSession": EndSession,
     "EraseUser": EraseUser,
     "ExportAuditEvents": ExportAuditEvents,
+    "ExportRelationship": ExportRelationship,
     "ExportUser": ExportUser,
     "GetConsent": GetConsent,
     "GetCreator": GetCreator,

@@ -79,6 +79,8 @@ class AuditResource(SyncResource):
         global_user_id: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        actor_key_id: str | None = None,
+        actor_role: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
         timeout: float | None | NotGiven = NOT_GIVEN,
@@ -98,6 +100,8 @@ class AuditResource(SyncResource):
                 "global_user_id": global_user_id,
                 "since": since,
                 "until": until,
+                "actor_key_id": actor_key_id,
+                "actor_role": actor_role,
                 "cursor": cursor,
                 "limit": limit,
             },
@@ -1007,6 +1011,7 @@ class PrivacyResource(SyncResource):
         self,
         *,
         patterns: Sequence[m.PrivacyPattern | Mapping[str, Any]],
+        filter_documents: bool | NotGiven = NOT_GIVEN,
         timeout: float | None | NotGiven = NOT_GIVEN,
     ) -> m.PrivacyPatterns:
         """Put privacy patterns.
@@ -1014,10 +1019,31 @@ class PrivacyResource(SyncResource):
         Replace the tenant's patterns: ``[TAG]`` replaces each match before anything is
         stored. Other processes pick them up within ``tenant_settings_ttl_seconds``.
         """
-        return self._core.call(ops.PutPrivacyPatterns, {}, {"patterns": patterns}, timeout)
+        return self._core.call(
+            ops.PutPrivacyPatterns,
+            {},
+            {"patterns": patterns, "filter_documents": filter_documents},
+            timeout,
+        )
 
 
 class RelationshipsResource(SyncResource):
+    def export(
+        self,
+        relationship_id: str,
+        to: str | Any | IO[bytes],
+        *,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> int:
+        """Export relationship.
+
+        One relationship's turns, memories and their versions as JSON lines (the first line
+        says whether private notes are included). Audited.
+        """
+        return self._core.stream_to(
+            ops.ExportRelationship, {"relationship_id": relationship_id}, to, timeout
+        )
+
     def get(
         self, relationship_id: str, *, timeout: float | None | NotGiven = NOT_GIVEN
     ) -> m.RelationshipRead:
@@ -1373,6 +1399,8 @@ class AsyncAuditResource(AsyncResource):
         global_user_id: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        actor_key_id: str | None = None,
+        actor_role: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
         timeout: float | None | NotGiven = NOT_GIVEN,
@@ -1392,6 +1420,8 @@ class AsyncAuditResource(AsyncResource):
                 "global_user_id": global_user_id,
                 "since": since,
                 "until": until,
+                "actor_key_id": actor_key_id,
+                "actor_role": actor_role,
                 "cursor": cursor,
                 "limit": limit,
             },
@@ -2309,6 +2339,7 @@ class AsyncPrivacyResource(AsyncResource):
         self,
         *,
         patterns: Sequence[m.PrivacyPattern | Mapping[str, Any]],
+        filter_documents: bool | NotGiven = NOT_GIVEN,
         timeout: float | None | NotGiven = NOT_GIVEN,
     ) -> m.PrivacyPatterns:
         """Put privacy patterns.
@@ -2316,10 +2347,31 @@ class AsyncPrivacyResource(AsyncResource):
         Replace the tenant's patterns: ``[TAG]`` replaces each match before anything is
         stored. Other processes pick them up within ``tenant_settings_ttl_seconds``.
         """
-        return await self._core.call(ops.PutPrivacyPatterns, {}, {"patterns": patterns}, timeout)
+        return await self._core.call(
+            ops.PutPrivacyPatterns,
+            {},
+            {"patterns": patterns, "filter_documents": filter_documents},
+            timeout,
+        )
 
 
 class AsyncRelationshipsResource(AsyncResource):
+    async def export(
+        self,
+        relationship_id: str,
+        to: str | Any | IO[bytes],
+        *,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> int:
+        """Export relationship.
+
+        One relationship's turns, memories and their versions as JSON lines (the first line
+        says whether private notes are included). Audited.
+        """
+        return await self._core.stream_to(
+            ops.ExportRelationship, {"relationship_id": relationship_id}, to, timeout
+        )
+
     async def get(
         self, relationship_id: str, *, timeout: float | None | NotGiven = NOT_GIVEN
     ) -> m.RelationshipRead:

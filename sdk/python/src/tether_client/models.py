@@ -121,11 +121,13 @@ __all__ = [
 
 class ApiKeyCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
     role: Role
-    name: Annotated[str, msgspec.Meta(max_length=128, pattern="^[^\\x00-\\x1f\\x7f]*$")] = (
+    name: Annotated[str, msgspec.Meta(max_length=128, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")] = (
         msgspec.field(default="")
     )
     subject: (
-        Annotated[str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")]
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
         | None
     ) = msgspec.field(default=None)
 
@@ -183,7 +185,7 @@ class BatchItemResult(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class ChatMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
-    content: Annotated[str, msgspec.Meta(max_length=32000)]
+    content: Annotated[str, msgspec.Meta(max_length=32000, pattern="^[^\\x00]*$")]
     role: Literal["system", "user", "assistant", "tool"]
 
 
@@ -220,7 +222,7 @@ class ConsentState(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class ConsentWrite(msgspec.Struct, kw_only=True, omit_defaults=True):
     scopes: Annotated[list[ConsentScope], msgspec.Meta(max_length=16)]
-    source: Annotated[str, msgspec.Meta(max_length=128, min_length=1)]
+    source: Annotated[str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00]*$")]
 
 
 class ConsolidationPage(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -250,9 +252,9 @@ class ContextItem(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class ContextRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
-    query: Annotated[str, msgspec.Meta(max_length=4000, min_length=1)]
+    query: Annotated[str, msgspec.Meta(max_length=4000, min_length=1, pattern="^[^\\x00]*$")]
     facet: Annotated[
-        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
     ] = msgspec.field(default="default")
     knowledge_base_id: (
         Annotated[
@@ -296,11 +298,11 @@ class ContextResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class CreatorCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
     external_id: Annotated[
-        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
     ]
-    display_name: Annotated[str, msgspec.Meta(max_length=256, pattern="^[^\\x00-\\x1f\\x7f]*$")] = (
-        msgspec.field(default="")
-    )
+    display_name: Annotated[
+        str, msgspec.Meta(max_length=256, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+    ] = msgspec.field(default="")
 
 
 class CreatorPage(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -316,7 +318,9 @@ class CreatorRead(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class CreatorUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
-    display_name: Annotated[str, msgspec.Meta(max_length=256, pattern="^[^\\x00-\\x1f\\x7f]*$")]
+    display_name: Annotated[
+        str, msgspec.Meta(max_length=256, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+    ]
 
 
 class DocumentPage(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -373,7 +377,7 @@ class ExplanationRead(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class FacetCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
     name: Annotated[
-        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
     ]
 
 
@@ -402,7 +406,9 @@ class ForgetCandidate(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class ForgetConfirm(msgspec.Struct, kw_only=True, omit_defaults=True):
-    token: Annotated[str, msgspec.Meta(max_length=128, min_length=16)]
+    token: Annotated[
+        str, msgspec.Meta(max_length=128, min_length=16, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+    ]
 
 
 class ForgetPreview(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -428,10 +434,12 @@ class ForgetRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
         ]
         | None
     ) = msgspec.field(default=None)
-    query: Annotated[str, msgspec.Meta(max_length=500, min_length=1)] | None = msgspec.field(
+    query: (
+        Annotated[str, msgspec.Meta(max_length=500, min_length=1, pattern="^[^\\x00]*$")] | None
+    ) = msgspec.field(default=None)
+    types: Annotated[list[MemoryType], msgspec.Meta(max_length=16)] | None = msgspec.field(
         default=None
     )
-    types: list[MemoryType] | None = msgspec.field(default=None)
 
 
 class ForgetResult(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -466,7 +474,7 @@ class KnowledgeBaseBinding(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class KnowledgeBaseCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
     name: Annotated[
-        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
     ]
     creator_persona_id: (
         Annotated[
@@ -477,7 +485,9 @@ class KnowledgeBaseCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
         ]
         | None
     ) = msgspec.field(default=None)
-    description: Annotated[str, msgspec.Meta(max_length=2000)] = msgspec.field(default="")
+    description: Annotated[str, msgspec.Meta(max_length=2000, pattern="^[^\\x00]*$")] = (
+        msgspec.field(default="")
+    )
     is_default: bool | None = msgspec.field(default=None)
 
 
@@ -497,16 +507,20 @@ class KnowledgeBaseRead(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class KnowledgeBaseUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
-    description: Annotated[str, msgspec.Meta(max_length=2000)] | None = msgspec.field(default=None)
+    description: Annotated[str, msgspec.Meta(max_length=2000, pattern="^[^\\x00]*$")] | None = (
+        msgspec.field(default=None)
+    )
     is_default: bool | None = msgspec.field(default=None)
     name: (
-        Annotated[str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")]
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
         | None
     ) = msgspec.field(default=None)
 
 
 class KnowledgeQuery(msgspec.Struct, kw_only=True, omit_defaults=True):
-    query: Annotated[str, msgspec.Meta(max_length=2000, min_length=1)]
+    query: Annotated[str, msgspec.Meta(max_length=2000, min_length=1, pattern="^[^\\x00]*$")]
     timeout_ms: Annotated[int, msgspec.Meta(ge=1, le=60000)] | None = msgspec.field(default=None)
     top_k: Annotated[int, msgspec.Meta(ge=1, le=50)] | None = msgspec.field(default=None)
 
@@ -519,7 +533,7 @@ class KnowledgeQueryResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class MemoryBatchCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
-    memories: list[MemoryCreate]
+    memories: Annotated[list[MemoryCreate], msgspec.Meta(max_length=1000)]
 
 
 class MemoryBatchResult(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -528,29 +542,41 @@ class MemoryBatchResult(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class MemoryCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
-    content: str
+    content: Annotated[str, msgspec.Meta(max_length=32000, min_length=1, pattern="^[^\\x00]*$")]
     expires_at: datetime | None = msgspec.field(default=None)
     external_id: (
-        Annotated[str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")]
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
         | None
     ) = msgspec.field(default=None)
     importance: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = msgspec.field(default=0.5)
     layer: MemoryLayer | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
     memory_type: MemoryType | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
-    object: Annotated[str, msgspec.Meta(max_length=256)] = msgspec.field(default="")
+    object: Annotated[str, msgspec.Meta(max_length=256, pattern="^[^\\x00]*$")] = msgspec.field(
+        default=""
+    )
     occurred_at: datetime | None = msgspec.field(default=None)
     polarity: Polarity | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
-    predicate: Annotated[str, msgspec.Meta(max_length=128)] = msgspec.field(default="")
+    predicate: Annotated[str, msgspec.Meta(max_length=64, pattern="^[^\\x00]*$")] = msgspec.field(
+        default=""
+    )
     private_to_creator: bool = msgspec.field(default=False)
     session_id: (
-        Annotated[str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")]
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
         | None
     ) = msgspec.field(default=None)
-    subject: Annotated[str, msgspec.Meta(max_length=128)] = msgspec.field(default="")
+    subject: Annotated[str, msgspec.Meta(max_length=128, pattern="^[^\\x00]*$")] = msgspec.field(
+        default=""
+    )
 
 
 class MemoryDeactivate(msgspec.Struct, kw_only=True, omit_defaults=True):
-    reason: Annotated[str, msgspec.Meta(max_length=500)] = msgspec.field(default="")
+    reason: Annotated[str, msgspec.Meta(max_length=500, pattern="^[^\\x00]*$")] = msgspec.field(
+        default=""
+    )
 
 
 MemoryLayer: TypeAlias = Literal["working", "episodic", "semantic"]
@@ -601,15 +627,25 @@ MemoryType: TypeAlias = Literal[
 
 
 class MemoryUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
-    content: str | None = msgspec.field(default=None)
+    content: (
+        Annotated[str, msgspec.Meta(max_length=32000, min_length=1, pattern="^[^\\x00]*$")] | None
+    ) = msgspec.field(default=None)
     expires_at: datetime | None = msgspec.field(default=None)
     importance: Annotated[float, msgspec.Meta(le=1.0)] | None = msgspec.field(default=None)
     memory_type: MemoryType | None = msgspec.field(default=None)
-    object: Annotated[str, msgspec.Meta(max_length=256)] | None = msgspec.field(default=None)
+    object: Annotated[str, msgspec.Meta(max_length=256, pattern="^[^\\x00]*$")] | None = (
+        msgspec.field(default=None)
+    )
     polarity: Polarity | None = msgspec.field(default=None)
-    predicate: Annotated[str, msgspec.Meta(max_length=128)] | None = msgspec.field(default=None)
-    reason: Annotated[str, msgspec.Meta(max_length=500)] = msgspec.field(default="")
-    subject: Annotated[str, msgspec.Meta(max_length=128)] | None = msgspec.field(default=None)
+    predicate: Annotated[str, msgspec.Meta(max_length=64, pattern="^[^\\x00]*$")] | None = (
+        msgspec.field(default=None)
+    )
+    reason: Annotated[str, msgspec.Meta(max_length=500, pattern="^[^\\x00]*$")] = msgspec.field(
+        default=""
+    )
+    subject: Annotated[str, msgspec.Meta(max_length=128, pattern="^[^\\x00]*$")] | None = (
+        msgspec.field(default=None)
+    )
 
 
 class MemoryVersionPage(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -630,7 +666,9 @@ OperatorKind: TypeAlias = Literal["creator", "pool"]
 
 
 class OperatorRef(msgspec.Struct, kw_only=True, omit_defaults=True):
-    id: Annotated[str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")]
+    id: Annotated[
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+    ]
     kind: OperatorKind
 
 
@@ -653,11 +691,11 @@ class OwnershipEventRead(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class PersonaCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
     external_id: Annotated[
-        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
     ]
-    display_name: Annotated[str, msgspec.Meta(max_length=256, pattern="^[^\\x00-\\x1f\\x7f]*$")] = (
-        msgspec.field(default="")
-    )
+    display_name: Annotated[
+        str, msgspec.Meta(max_length=256, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+    ] = msgspec.field(default="")
 
 
 class PersonaPage(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -683,13 +721,23 @@ class PersonaProfileRead(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class PersonaProfileWrite(msgspec.Struct, kw_only=True, omit_defaults=True):
-    background: Annotated[str, msgspec.Meta(max_length=20000)] = msgspec.field(default="")
-    notes: Annotated[str, msgspec.Meta(max_length=20000)] = msgspec.field(default="")
-    scripts: Annotated[list[str], msgspec.Meta(max_length=100)] = msgspec.field(
-        default_factory=list
+    background: Annotated[str, msgspec.Meta(max_length=20000, pattern="^[^\\x00]*$")] = (
+        msgspec.field(default="")
     )
-    taboos: Annotated[list[str], msgspec.Meta(max_length=100)] = msgspec.field(default_factory=list)
-    tone: Annotated[str, msgspec.Meta(max_length=4000)] = msgspec.field(default="")
+    notes: Annotated[str, msgspec.Meta(max_length=20000, pattern="^[^\\x00]*$")] = msgspec.field(
+        default=""
+    )
+    scripts: Annotated[
+        list[Annotated[str, msgspec.Meta(max_length=1000, min_length=1, pattern="^[^\\x00]*$")]],
+        msgspec.Meta(max_length=100),
+    ] = msgspec.field(default_factory=list)
+    taboos: Annotated[
+        list[Annotated[str, msgspec.Meta(max_length=1000, min_length=1, pattern="^[^\\x00]*$")]],
+        msgspec.Meta(max_length=100),
+    ] = msgspec.field(default_factory=list)
+    tone: Annotated[str, msgspec.Meta(max_length=4000, pattern="^[^\\x00]*$")] = msgspec.field(
+        default=""
+    )
 
 
 class PersonaRead(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -702,15 +750,17 @@ class PersonaRead(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class PersonaRef(msgspec.Struct, kw_only=True, omit_defaults=True):
     creator_external_id: Annotated[
-        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
     ]
     external_id: Annotated[
-        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
     ]
 
 
 class PersonaUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
-    display_name: Annotated[str, msgspec.Meta(max_length=256, pattern="^[^\\x00-\\x1f\\x7f]*$")]
+    display_name: Annotated[
+        str, msgspec.Meta(max_length=256, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+    ]
 
 
 Polarity: TypeAlias = Literal["affirmed", "negated"]
@@ -736,12 +786,13 @@ PrivacyMode: TypeAlias = Literal["normal", "raw_only", "off"]
 
 
 class PrivacyPattern(msgspec.Struct, kw_only=True, omit_defaults=True):
-    pattern: Annotated[str, msgspec.Meta(max_length=500, min_length=1)]
-    tag: Annotated[str, msgspec.Meta(pattern="^[A-Z][A-Z0-9_]{0,31}$")]
+    pattern: Annotated[str, msgspec.Meta(max_length=500, min_length=1, pattern="^[^\\x00]*$")]
+    tag: Annotated[str, msgspec.Meta(max_length=32, pattern="^[A-Z][A-Z0-9_]{0,31}$")]
 
 
 class PrivacyPatterns(msgspec.Struct, kw_only=True, omit_defaults=True):
     patterns: Annotated[list[PrivacyPattern], msgspec.Meta(max_length=50)]
+    filter_documents: bool = msgspec.field(default=False)
 
 
 class Problem(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -767,7 +818,7 @@ class ProfileFieldRead(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class ProfileFieldWrite(msgspec.Struct, kw_only=True, omit_defaults=True):
     scope: ConsentScope
-    value: Annotated[str, msgspec.Meta(max_length=512, min_length=1)]
+    value: Annotated[str, msgspec.Meta(max_length=512, min_length=1, pattern="^[^\\x00]*$")]
     sensitivity: Literal["low", "medium", "high"] = msgspec.field(default="low")
     source_relationship_id: (
         Annotated[
@@ -813,7 +864,7 @@ class ResolveRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     persona: PersonaRef
     user: UserRef
     facet: Annotated[
-        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
     ] = msgspec.field(default="default")
 
 
@@ -841,10 +892,14 @@ class SearchHit(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class SearchRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
-    query: Annotated[str, msgspec.Meta(max_length=2000, min_length=1)]
+    query: Annotated[str, msgspec.Meta(max_length=2000, min_length=1, pattern="^[^\\x00]*$")]
     k: Annotated[int, msgspec.Meta(ge=1, le=50)] = msgspec.field(default=5)
-    layers: list[MemoryLayer] | None = msgspec.field(default=None)
-    types: list[MemoryType] | None = msgspec.field(default=None)
+    layers: Annotated[list[MemoryLayer], msgspec.Meta(max_length=16)] | None = msgspec.field(
+        default=None
+    )
+    types: Annotated[list[MemoryType], msgspec.Meta(max_length=16)] | None = msgspec.field(
+        default=None
+    )
 
 
 class SearchResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -909,11 +964,13 @@ class TenantPolicyRules(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class TransferRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     to: OperatorRef
-    reason: Annotated[str, msgspec.Meta(max_length=1000)] = msgspec.field(default="")
+    reason: Annotated[str, msgspec.Meta(max_length=1000, pattern="^[^\\x00]*$")] = msgspec.field(
+        default=""
+    )
 
 
 class TurnBatch(msgspec.Struct, kw_only=True, omit_defaults=True):
-    turns: list[TurnIn]
+    turns: Annotated[list[TurnIn], msgspec.Meta(max_length=1000)]
 
 
 class TurnBatchResult(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -925,12 +982,14 @@ class TurnBatchResult(msgspec.Struct, kw_only=True, omit_defaults=True):
 class TurnIn(msgspec.Struct, kw_only=True, omit_defaults=True):
     role: Literal["user", "assistant"]
     session_id: Annotated[
-        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
     ]
-    text: str
+    text: Annotated[str, msgspec.Meta(max_length=32000, min_length=1, pattern="^[^\\x00]*$")]
     at: datetime | None = msgspec.field(default=None)
     idempotency_key: (
-        Annotated[str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")]
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
         | None
     ) = msgspec.field(default=None)
 
@@ -944,7 +1003,7 @@ class TurnResult(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class UserCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
     external_id: Annotated[
-        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
     ]
 
 
@@ -961,5 +1020,5 @@ class UserRead(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class UserRef(msgspec.Struct, kw_only=True, omit_defaults=True):
     external_id: Annotated[
-        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]+$")
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
     ]
