@@ -14,6 +14,10 @@ RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /app
+# Every dependency pinned and hash-checked from the lock (make lock), then Tether itself
+# from this tree without fetching anything else.
+COPY requirements/runtime.lock requirements/
+RUN pip install --require-hashes --no-deps -r requirements/runtime.lock
 COPY pyproject.toml README.md ./
 COPY platform/ platform/
 COPY tenancy/ tenancy/
@@ -21,8 +25,7 @@ COPY workers/ workers/
 # Editable on purpose: the code finds alembic.ini, migrations/ and policies/ relative to
 # its own files (the repository root), so it must run from /app, not site-packages. The
 # runtime stage puts the same tree at the same path, so the install stays valid there.
-RUN pip install --upgrade pip \
- && pip install -e .
+RUN pip install --no-deps --no-build-isolation -e .
 
 # ---- runtime: the venv plus the source tree, as a non-root user --------------------
 FROM python:3.11-slim AS runtime

