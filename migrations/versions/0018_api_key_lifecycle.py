@@ -30,7 +30,7 @@ TENANT_MATCHES = (
     "OR tenant_id::text = current_setting('tether.tenant_id', true)"
 )
 # 32 bytes from Postgres's strong random source (gen_random_uuid: 122 random bits each).
-RANDOM_SECRET = (
+STRONG_RANDOM_32_BYTES = (
     "decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex')"
 )
 
@@ -67,7 +67,7 @@ def upgrade() -> None:
     )
     op.execute(
         f"INSERT INTO api_key_signing (id, secret, legacy_tokens) "
-        f"SELECT 1, {RANDOM_SECRET}, EXISTS (SELECT 1 FROM api_keys)"
+        f"SELECT 1, {STRONG_RANDOM_32_BYTES}, EXISTS (SELECT 1 FROM api_keys)"
     )
     # The application only reads it.
     _grant("api_key_signing", "SELECT")

@@ -18,10 +18,16 @@ from litestar.types import ASGIApp
 import tether
 from tenancy.access.authenticator import Authenticator
 from tenancy.access.deps import provide_principal
+from tenancy.access.failures import FailedAuthentications
 from tenancy.access.guard import policy_guard
+from tenancy.access.key_usage import KeyUsage
 from tenancy.access.middleware import ApiKeyAuthMiddleware
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.tenant_policies import TenantPolicies
+from tenancy.limits.cache import TenantLimitsCache
+from tenancy.limits.middleware import rate_limits
+from tenancy.limits.quotas import Quotas
+from tenancy.limits.rates import RequestLimiter
 from tenancy.relationships.deps import provide_card_cache, provide_relationship_directory
 from tether.api.after_response import after_response_middleware
 from tether.api.metrics import http_tracing, route_telemetry
@@ -46,7 +52,20 @@ from tether.turns.claims import TurnClaims
 def bind_resources(app: Litestar, resources: Resources) -> None:
     """Attach this event loop's resources to the app (the lifespan does it; tests may)."""
     app.state.resources = resources
-    app.state.authenticator = Authenticator(resources.sessions)
+    settings = resources.settings
+    app.state.authenticator = Authenticator(
+        resources.sessions,
+        settings.access,
+        FailedAuthentications(resources.redis, settings.limits.failed_auth_per_minute),
+        KeyUsage(resources.sessions, settings.access.last_used_resolution_seconds),
+    )
+    app.state.tenant_limits = TenantLimitsCache(
+        resources.sessions, settings.limits, settings.identity.tenant_settings_ttl_seconds
+    )
+    app.state.request_limiter = RequestLimiter(resources.redis)
+    app.state.quotas = Quotas(
+        resources.redis, app.state.tenant_limits, settings.limits.usage_recount_seconds
+    )
     app.state.policy = TenantPolicies(
         PolicyEnforcer(), resources.sessions, resources.settings.access.policy_cache_seconds
     )
@@ -85,6 +104,7 @@ def create_app(settings: Settings) -> Litestar:
             await app.state.partitions.drain()
             app.state.partitions.close()
             await app.state.reinforcement.flush()
+            await app.state.authenticator.usage.flush()
             await app.state.embedder.aclose()
 
     return Litestar(
@@ -107,7 +127,11 @@ def create_app(settings: Settings) -> Litestar:
             "relationship_directory": Provide(provide_relationship_directory, sync_to_thread=False),
             "health_service": Provide(provide_health_service, sync_to_thread=False),
         },
-        middleware=[route_telemetry, DefineMiddleware(ApiKeyAuthMiddleware, exclude=["^/schema"])],
+        middleware=[
+            route_telemetry,
+            DefineMiddleware(ApiKeyAuthMiddleware, exclude=["^/schema"]),
+            rate_limits,
+        ],
         plugins=[OpenTelemetryPlugin(http_tracing())],
         guards=[policy_guard],
         exception_handlers=EXCEPTION_HANDLERS,

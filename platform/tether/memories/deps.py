@@ -33,4 +33,5 @@ def provide_memory_service(
         embedder,
         store.invalidate,
         settings,
+        state.quotas,
     )
