@@ -11,10 +11,10 @@ import httpx
 
 from tenancy.limits.services import TenantLimitsService
 from tenancy.limits.values import LimitName
-from tether.core.ids import TenantId
-from tether.core.tenant_sessions import tenant_transaction
 from tests.integration.own_app import own_app
 from tests.support import app_client, resolved_relationship
+from tether.core.ids import TenantId
+from tether.core.tenant_sessions import tenant_transaction
 
 LIMITS = "/v1/tenant/limits"
 
