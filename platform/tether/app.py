@@ -30,6 +30,7 @@ from tenancy.limits.quotas import Quotas
 from tenancy.limits.rates import RequestLimiter
 from tenancy.relationships.deps import provide_card_cache, provide_relationship_directory
 from tether.api.after_response import after_response_middleware
+from tether.api.early_refusals import early_refusals
 from tether.api.metrics import http_tracing, route_telemetry
 from tether.api.problems import EXCEPTION_HANDLERS
 from tether.api.request_id import request_id_middleware
@@ -156,8 +157,8 @@ def create_asgi(settings: Settings) -> ASGIApp:
     return with_outer_middleware(create_app(settings))
 
 
-def with_outer_middleware(app: ASGIApp) -> ASGIApp:
+def with_outer_middleware(app: Litestar) -> ASGIApp:
     """``app`` in the middleware that wraps even its 404s: the request id (outermost, so
-    every answer carries one), and the mark of when a response is sent, which background
-    work spawned after the response waits for."""
-    return request_id_middleware(after_response_middleware(app))
+    every answer carries one), the mark of when a response is sent, which background
+    work spawned after the response waits for, and the refusals decided from memory."""
+    return request_id_middleware(after_response_middleware(early_refusals(app)))

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from tenancy.access.failures import FailedAuthentications
+from tenancy.access.failures import AuthenticationThrottled, FailedAuthentications
 from tenancy.access.key_cache import ExpiringCache
 from tenancy.access.key_usage import KeyUsage
 from tenancy.access.principal import Principal
@@ -67,6 +67,26 @@ class Authenticator:
             principal = await self._look_up(token, kind, key_digest, address)
         self.usage.touch(principal)
         return principal
+
+    def cached(self, token: str) -> Principal | None:
+        """The principal this process already trusts for ``token`` (no I/O)."""
+        if shape(token) is Shape.MALFORMED:
+            return None
+        return self._known.get(digest(token))
+
+    def refused_here(self, token: str, address: str | None) -> AuthenticationThrottled | None:
+        """The 429 for a token that cannot authenticate from an address this process
+        throttles, decided without I/O (None: authenticate it as usual)."""
+        seconds = self._failures.blocked_for(address)
+        if not seconds or self._signing is None:
+            return None
+        kind = shape(token)
+        if kind is Shape.SIGNED and signature_valid(token, self._signing.secret):
+            key_digest = digest(token)
+            if self._known.get(key_digest) is not None or not self._unknown.get(key_digest):
+                return None  # perhaps a real key: it may cost one lookup
+        AUTH_FAILURES.add(1, {"reason": "throttled"})
+        return self._failures.throttled(seconds)
 
     async def _look_up(
         self, token: str, kind: Shape, key_digest: bytes, address: str | None

@@ -48,6 +48,10 @@ class TenantRepository:
     async def get(self, tenant_id: TenantId) -> Tenant | None:
         return await self._session.get(Tenant, tenant_id)
 
+    async def by_name(self, name: str) -> Tenant | None:
+        statement = select(Tenant).where(Tenant.name == name)
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
 
 class KeyLookupRepository:
     """Finds a key by its digest before the tenant is known (authentication only)."""

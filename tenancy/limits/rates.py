@@ -3,7 +3,11 @@ one script call per request, in fixed one-second windows."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
@@ -49,12 +53,45 @@ end
 return {0, counts[1], left[1], counts[2], left[2]}
 """
 _NAMES = (LimitName.KEY_REQUESTS_PER_SECOND, LimitName.TENANT_REQUESTS_PER_SECOND)
+_MAX_FULL = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Full:
+    """A window Redis found full: it stays full until it ends (counts only grow)."""
+
+    until: float
+    window: Window
+
+
+def _keys(principal: Principal) -> tuple[str, str]:
+    tenant = f"tether:rate:{{{principal.tenant_id}}}"
+    return f"{tenant}:key:{principal.key_id}", f"{tenant}:all"
 
 
 class RequestLimiter:
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: Redis, clock: Callable[[], float] = time.monotonic) -> None:
         self._redis = redis
         self._script = redis.register_script(_RATE)
+        self._clock = clock
+        # Windows this process saw refused, until they end: a flood over its limit is
+        # refused from here, without asking Redis again (see tether.api.early_refusals).
+        self._full: dict[str, _Full] = {}
+
+    def refused_here(self, principal: Principal) -> RateLimited | None:
+        """The 429 for ``principal`` if this process knows one of its windows is full."""
+        now = self._clock()
+        for which, key in enumerate(_keys(principal), start=1):
+            full = self._full.get(key)
+            if full is None:
+                continue
+            if full.until <= now:
+                del self._full[key]
+                continue
+            left = math.ceil((full.until - now) * 1000)
+            window = dataclasses.replace(full.window, reset_seconds=math.ceil(left / 1000))
+            return self._refusal(which, [window], left)
+        return None
 
     async def hit(self, principal: Principal, limits: TenantLimits) -> list[Window]:
         """Count one request of ``principal``: the windows it was counted in, or 429
@@ -63,12 +100,14 @@ class RequestLimiter:
         key_limit, tenant_limit = (limits[name] for name in _NAMES)
         if key_limit == NO_LIMIT and tenant_limit == NO_LIMIT:
             return []
-        tenant = f"tether:rate:{{{principal.tenant_id}}}"
+        if (refusal := self.refused_here(principal)) is not None:
+            raise refusal
+        keys = _keys(principal)
         answer = await run_script(
             self._redis,
             self._script,
             "requests_per_second",
-            [f"{tenant}:key:{principal.key_id}", f"{tenant}:all"],
+            keys,
             [key_limit, tenant_limit, WINDOW_MS],
         )
         if answer is None:
@@ -83,8 +122,17 @@ class RequestLimiter:
             if limit != NO_LIMIT
         ]
         if refused:
-            raise self._refusal(refused, windows, key_left if refused == 1 else tenant_left)
+            left = key_left if refused == 1 else tenant_left
+            full = next(w for w in windows if w.policy == ("key", "tenant")[refused - 1])
+            self._remember(keys[refused - 1], full, left)
+            raise self._refusal(refused, windows, left)
         return windows
+
+    def _remember(self, key: str, window: Window, left_ms: int) -> None:
+        if len(self._full) >= _MAX_FULL:
+            now = self._clock()
+            self._full = {k: f for k, f in self._full.items() if f.until > now}
+        self._full[key] = _Full(self._clock() + left_ms / 1000, window)
 
     @staticmethod
     def _refusal(which: int, windows: list[Window], left_ms: int) -> RateLimited:

@@ -239,3 +239,30 @@ async def test_limits_apply_across_api_processes(client, resources, make_tenant)
             *(c.get("/v1/personas", headers=gateway) for c in (client, other) for _ in range(4))
         )
     assert sum(a.status_code == 200 for a in answers) == 4
+
+
+async def _evalsha_calls(resources: Any) -> int:
+    stats = await resources.redis.info("commandstats")
+    return int(stats.get("cmdstat_evalsha", {}).get("calls", 0))
+
+
+async def test_a_flood_is_refused_from_memory_after_the_first_refusal(
+    client, resources, make_tenant
+) -> None:
+    tenant = await make_tenant()
+    gateway = await tenant.key("gateway")
+    await set_limits(client, tenant, key_requests_per_second=2)
+    await next_window()
+    answers = [await client.get("/v1/personas", headers=gateway) for _ in range(3)]
+    assert [a.status_code for a in answers] == [200, 200, 429]  # the third asked Redis
+    before = await _evalsha_calls(resources)
+    flood = [await client.get("/v1/personas", headers=gateway) for _ in range(10)]
+    assert await _evalsha_calls(resources) == before
+    assert {a.status_code for a in flood} == {429}
+    early, first = flood[-1], answers[-1]
+    assert early.json().keys() == first.json().keys()
+    assert early.json()["code"] == "rate_limited"
+    assert early.headers["content-type"] == "application/problem+json"
+    assert early.headers["Retry-After"] == "1"
+    assert early.headers["RateLimit"].startswith('"key";r=0;t=')
+    assert early.headers["x-request-id"] == early.json()["request_id"]

@@ -1,0 +1,260 @@
+"""Tenant isolation under flood: does one tenant flooding the API at (or far above) its
+rate limit slow another tenant's POST /v1/context, and does a flood of bad tokens load
+Postgres?
+
+    cd bench && ../.venv/bin/python tenant_flood.py --seconds 20
+
+Two tenants, each with relationships holding memories. Tenant B (the victim) sends
+/v1/context at a steady rate; its p50/p95 are measured alone (baseline), then while
+tenant A floods /v1/context from another process at ``--flood-rate`` requests/s with its
+limit set to ``--limit`` requests/s (the excess is answered 429), then while an outsider
+floods with invented tokens of the right shape. Prints each run, the p95 ratio to the
+baseline (the target is at most 1.2), and the Postgres transactions the bad-token flood
+caused (counted from pg_stat_database, against the same time without it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import random
+import secrets
+import time
+
+import asyncpg
+import httpx
+from _harness import Run, api_server, post, services
+
+from tenancy.access.schemas import ApiKeyCreate
+from tenancy.access.services import ApiKeyService, TenantService
+from tenancy.access.tokens import generate_token
+from tenancy.enums import Role
+from tenancy.limits.schemas import TenantLimitsUpdate
+from tenancy.limits.services import TenantLimitsService
+from tether.core.database import create_engine, create_session_factory, transaction
+from tether.core.ids import TenantId
+from tether.core.settings import LimitsSettings, Settings
+
+QUERIES = ["周末去哪儿玩好？", "what does the user like to eat", "上次说的那本书", "weekend plans"]
+FACTS = [
+    "用户喜欢吃四川火锅",
+    "The user plays the cello in a quartet",
+    "用户每周六去爬山",
+    "The user's sister lives in Lyon",
+    "用户在读《三体》",
+    "The user is allergic to peanuts",
+]
+
+
+async def _tenant(settings: Settings, name: str, limit: int | None) -> str:
+    """A tenant and a gateway key (its token); ``limit``: the tenant's request rate."""
+    engine = create_engine(settings)
+    async with transaction(create_session_factory(engine)) as session:
+        tenant = await TenantService(session).create(name, "local")
+        tenant_id = TenantId(tenant.tenant_id)
+        key = await ApiKeyService(session, tenant_id).issue(ApiKeyCreate(role=Role.GATEWAY))
+        if limit is not None:
+            chosen = TenantLimitsUpdate(key_requests_per_second=limit)
+            await TenantLimitsService(session, tenant_id, LimitsSettings()).choose(chosen)
+    await engine.dispose()
+    return key.token
+
+
+def _relationships(port: int, token: str, name: str, count: int, memories: int) -> list[str]:
+    headers = {"Authorization": f"Bearer {token}"}
+    ids = []
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=60) as http:
+        for i in range(count):
+            body = {
+                "user": {"external_id": f"{name}-u{i}"},
+                "persona": {"external_id": "luna", "creator_external_id": f"{name}-studio"},
+            }
+            rid = http.post("/v1/resolve", json=body).raise_for_status().json()["relationship_id"]
+            batch = [{"content": f"{FACTS[j % len(FACTS)]} ({j})"} for j in range(memories)]
+            path = f"/v1/relationships/{rid}/memories/batch"
+            http.post(path, json={"memories": batch}).raise_for_status()
+            ids.append(rid)
+    return ids
+
+
+def _context_requests(token: str, ids: list[str], seed: int) -> list[bytes]:
+    rng = random.Random(seed)
+    return [
+        post(
+            "/v1/context",
+            token,
+            json.dumps({"relationship_id": rng.choice(ids), "query": rng.choice(QUERIES)}).encode(),
+        )
+        for _ in range(2000)
+    ]
+
+
+async def _paced(
+    port: int, requests: list[bytes], rate: float, seconds: float, connections: int
+) -> Run:
+    """``rate`` requests/s spread over ``connections`` keep-alive connections, each on its
+    own schedule (open loop: a slow answer does not slow the schedule, only its own
+    connection's next send). Latency is measured from the send."""
+    run = Run()
+    interval = connections / rate
+    started = time.perf_counter()
+
+    async def connection(offset: int) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        k = 0
+        try:
+            while (
+                due := started + offset * interval / connections + k * interval
+            ) < started + seconds:
+                await asyncio.sleep(max(0.0, due - time.perf_counter()))
+                request = requests[(offset + k * connections) % len(requests)]
+                sent = time.perf_counter()
+                writer.write(request)
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
+                await reader.readexactly(length)
+                run.latencies_ms.append((time.perf_counter() - sent) * 1000)
+                status = int(head[9:12])
+                run.statuses[status] = run.statuses.get(status, 0) + 1
+                k += 1
+        finally:
+            writer.close()
+
+    await asyncio.gather(*(connection(i) for i in range(connections)))
+    run.seconds = time.perf_counter() - started
+    return run
+
+
+def paced(port: int, requests: list[bytes], rate: float, seconds: float, connections: int) -> Run:
+    return asyncio.run(_paced(port, requests, rate, seconds, connections))
+
+
+def _flood(
+    port: int,
+    requests: list[bytes],
+    rate: float,
+    seconds: float,
+    out: multiprocessing.Queue[dict[int, int]],
+) -> None:
+    out.put(paced(port, requests, rate, seconds, 16).statuses)
+
+
+def measured_with(
+    port: int, victim: list[bytes], args: argparse.Namespace, flood: list[bytes] | None
+) -> tuple[Run, dict[int, int]]:
+    """The victim's run, while ``flood`` (if any) is sent from another process."""
+    statuses: dict[int, int] = {}
+    process = None
+    queue: multiprocessing.Queue[dict[int, int]] = multiprocessing.Queue()
+    if flood is not None:
+        process = multiprocessing.Process(
+            target=_flood, args=(port, flood, args.flood_rate, args.seconds + 1, queue)
+        )
+        process.start()
+        time.sleep(0.5)  # the flood is running before the measurement starts
+    run = paced(port, victim, args.rate, args.seconds, 4)
+    if process is not None:
+        statuses = queue.get(timeout=args.seconds + 60)
+        process.join()
+    return run, statuses
+
+
+async def _transactions(database_url: str) -> int:
+    connection = await asyncpg.connect(database_url)
+    try:
+        value = await connection.fetchval(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database"
+            " WHERE datname = current_database()"
+        )
+    finally:
+        await connection.close()
+    return int(value)
+
+
+def transactions_during(database_url: str, work: callable[[], object]) -> int:  # type: ignore[valid-type]
+    """Transactions Postgres counted while ``work`` ran (minus the counting's own). Idle
+    backends report their counts within 10 s, so each reading waits 11 s first."""
+    time.sleep(11)
+    before = asyncio.run(_transactions(database_url))
+    work()
+    time.sleep(11)
+    after = asyncio.run(_transactions(database_url))
+    return after - before - 1  # the first reading's own transaction
+
+
+def line(name: str, run: Run, baseline: Run | None, flood: dict[int, int]) -> str:
+    p50, p95 = run.pct(run.latencies_ms, 0.5), run.pct(run.latencies_ms, 0.95)
+    ratio = (
+        ""
+        if baseline is None
+        else f"  p95 ratio {p95 / baseline.pct(baseline.latencies_ms, 0.95):.2f}"
+    )
+    flooded = f"  flood statuses {dict(sorted(flood.items()))}" if flood else ""
+    return (
+        f"{name:34} n={len(run.latencies_ms):5d}  p50={p50:6.2f} p95={p95:6.2f} ms"
+        f"  status={dict(sorted(run.statuses.items()))}{ratio}{flooded}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--rate", type=float, default=40, help="tenant B's context requests/s")
+    parser.add_argument("--limit", type=int, default=20, help="tenant A's requests/s limit")
+    parser.add_argument("--flood-rate", type=float, default=400, help="tenant A's requests/s")
+    parser.add_argument("--relationships", type=int, default=20)
+    parser.add_argument("--memories", type=int, default=50)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    with services() as (database_url, redis_url):
+        settings = Settings(database_url=database_url, redis_url=redis_url)
+        victim_token = asyncio.run(_tenant(settings, "victim", None))
+        flooder_token = asyncio.run(_tenant(settings, "flooder", args.limit))
+        with api_server(database_url, redis_url, args.workers, app_role=True) as port:
+            victims = _relationships(port, victim_token, "b", args.relationships, args.memories)
+            flooders = _relationships(port, flooder_token, "a", 4, args.memories)
+            victim = _context_requests(victim_token, victims, 1)
+            flood = _context_requests(flooder_token, flooders, 2)
+            invented = [
+                post("/v1/context", generate_token(secrets.token_bytes(32)), b"{}")
+                for _ in range(2000)
+            ]
+            time.sleep(1.1)  # past the seeding's rate windows
+            paced(port, victim, args.rate, 5, 4)  # warm: hot tier, caches, connections
+            print(
+                f"# B: {args.relationships} relationships x {args.memories} memories, "
+                f"{args.rate:.0f} context requests/s over 4 connections; A: limit "
+                f"{args.limit}/s, flooding at {args.flood_rate:.0f}/s over 16 connections "
+                f"from another process; {args.workers} API processes, {args.seconds:.0f} s each"
+            )
+            baseline, _ = measured_with(port, victim, args, None)
+            print(line("baseline (no flood)", baseline, None, {}))
+            run, statuses = measured_with(port, victim, args, flood)
+            print(line("tenant A flooding /v1/context", run, baseline, statuses))
+            run, statuses = measured_with(port, victim, args, invented)
+            print(line("bad tokens flooding", run, baseline, statuses))
+            quiet = transactions_during(database_url, lambda: time.sleep(args.seconds))
+            flooded: dict[int, int] = {}
+
+            def bad_tokens() -> None:
+                flooded.update(paced(port, invented, args.flood_rate, args.seconds, 16).statuses)
+
+            loud = transactions_during(database_url, bad_tokens)
+            statuses = dict(sorted(flooded.items()))
+            print(
+                f"Postgres transactions in {args.seconds:.0f} s: {quiet} idle, {loud} during "
+                f"{sum(flooded.values())} bad-token requests (statuses {statuses})"
+            )
+
+
+if __name__ == "__main__":
+    main()
