@@ -63,7 +63,7 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
     app.state.tenant_limits = TenantLimitsCache(
         resources.sessions, settings.limits, settings.identity.tenant_settings_ttl_seconds
     )
-    app.state.request_limiter = RequestLimiter(resources.redis)
+    app.state.request_limiter = RequestLimiter(resources.redis, settings.limits.burst_seconds)
     app.state.quotas = Quotas(
         resources.redis, app.state.tenant_limits, settings.limits.usage_recount_seconds
     )

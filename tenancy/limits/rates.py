@@ -1,5 +1,12 @@
 """Requests per second, per key and per tenant, counted in Redis for every API process:
-one script call per request, in fixed one-second windows."""
+one script call per request.
+
+Each limit is a token bucket (GCRA: one timestamp per bucket) refilled at the limit's
+rate and holding at most ``burst`` requests, ``burst_seconds`` of the rate. A tenant at
+its limit therefore gets its requests spread over the second, not all at once when a
+window opens: a fixed one-second window let a flood through as a burst of a whole
+second's quota at the start of every window, which is what other tenants felt
+(decision 0035)."""
 
 from __future__ import annotations
 
@@ -18,47 +25,54 @@ from tenancy.limits.redis_calls import run_script
 from tenancy.limits.values import NO_LIMIT, LimitName, TenantLimits
 from tether.core.instruments import LIMITS_REFUSED
 
-WINDOW_MS = 1000
-# KEYS: the key's window, the tenant's; ARGV: their limits (0: none), the window in ms.
-# A request is counted in both windows only if neither is full, so requests one key has
-# had refused do not use up what the tenant's other keys may send. A window starts with
-# its first request (SET ... PX); a script sees one instant, so none ends half-way.
-# Answers: which window refused (0: none), then each window's count and ms left.
+# KEYS: the key's bucket, the tenant's. ARGV: each one's rate per second (0: none) and
+# burst. A bucket stores the time (ms, Redis's clock) it will be empty at ("TAT"). A
+# request fits if, counted, the bucket holds at most ``burst``. It is counted in both
+# buckets only if it fits in both, so what one key had refused does not use up what the
+# tenant's other keys may send. Answers: which bucket refused (0: none), the ms until a
+# request would fit, then for each bucket what remains and the ms until it is empty.
 _RATE = """
-local limits = {tonumber(ARGV[1]), tonumber(ARGV[2])}
-local window = tonumber(ARGV[3])
-local counts, left = {0, 0}, {window, window}
+local clock = redis.call('TIME')
+local now = clock[1] * 1000 + clock[2] / 1000
+local answer = {0, 0, 0, 0, 0, 0}
+local due = {}
 for i = 1, 2 do
-  local ttl = redis.call('PTTL', KEYS[i])
-  if ttl > 0 then
-    counts[i] = tonumber(redis.call('GET', KEYS[i]))
-    left[i] = ttl
-  end
-end
-for i = 1, 2 do
-  if limits[i] > 0 and counts[i] >= limits[i] then
-    return {i, counts[1], left[1], counts[2], left[2]}
-  end
-end
-for i = 1, 2 do
-  if limits[i] > 0 then
-    if counts[i] == 0 then
-      redis.call('SET', KEYS[i], 1, 'PX', window)
-      counts[i] = 1
-    else
-      counts[i] = redis.call('INCR', KEYS[i])
+  local rate = tonumber(ARGV[2 * i - 1])
+  if rate > 0 then
+    local interval = 1000 / rate
+    local room = interval * tonumber(ARGV[2 * i])
+    local tat = math.max(tonumber(redis.call('GET', KEYS[i]) or now), now)
+    local after = tat + interval
+    if after - now > room then
+      answer[1], answer[2] = i, math.ceil(after - room - now)
+      answer[2 * i + 1], answer[2 * i + 2] = 0, math.ceil(tat - now)
+      return answer
     end
+    due[i] = after
+    answer[2 * i + 1] = math.floor((room - (after - now)) / interval)
+    answer[2 * i + 2] = math.ceil(after - now)
   end
 end
-return {0, counts[1], left[1], counts[2], left[2]}
+for i = 1, 2 do
+  if due[i] then
+    redis.call('SET', KEYS[i], string.format('%.3f', due[i]), 'PX', math.ceil(due[i] - now) + 1)
+  end
+end
+return answer
 """
 _NAMES = (LimitName.KEY_REQUESTS_PER_SECOND, LimitName.TENANT_REQUESTS_PER_SECOND)
-_MAX_FULL = 100_000
+_POLICIES = ("key", "tenant")
+_MAX_REMEMBERED = 100_000
+
+
+def burst_of(rate: int, burst_seconds: float) -> int:
+    """How many requests a bucket of ``rate`` per second takes at once."""
+    return max(1, math.ceil(rate * burst_seconds))
 
 
 @dataclass(frozen=True, slots=True)
-class _Full:
-    """A window Redis found full: it stays full until it ends (counts only grow)."""
+class _Refused:
+    """A bucket Redis found full, and when it takes a request again."""
 
     until: float
     window: Window
@@ -70,80 +84,76 @@ def _keys(principal: Principal) -> tuple[str, str]:
 
 
 class RequestLimiter:
-    def __init__(self, redis: Redis, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, redis: Redis, burst_seconds: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._redis = redis
         self._script = redis.register_script(_RATE)
+        self._burst_seconds = burst_seconds
         self._clock = clock
-        # Windows this process saw refused, until they end: a flood over its limit is
-        # refused from here, without asking Redis again (see tether.api.early_refusals).
-        self._full: dict[str, _Full] = {}
+        # Buckets this process saw full, until they take a request again: a flood over
+        # its limit is refused from here without asking Redis (tether.api.early_refusals).
+        self._refused: dict[str, _Refused] = {}
 
     def refused_here(self, principal: Principal) -> RateLimited | None:
-        """The 429 for ``principal`` if this process knows one of its windows is full."""
+        """The 429 for ``principal`` if this process knows one of its buckets is full."""
         now = self._clock()
         for which, key in enumerate(_keys(principal), start=1):
-            full = self._full.get(key)
-            if full is None:
+            refused = self._refused.get(key)
+            if refused is None:
                 continue
-            if full.until <= now:
-                del self._full[key]
+            if refused.until <= now:
+                del self._refused[key]
                 continue
-            left = math.ceil((full.until - now) * 1000)
-            window = dataclasses.replace(full.window, reset_seconds=math.ceil(left / 1000))
-            return self._refusal(which, [window], left)
+            return self._refusal(which, [refused.window], math.ceil((refused.until - now) * 1000))
         return None
 
     async def hit(self, principal: Principal, limits: TenantLimits) -> list[Window]:
-        """Count one request of ``principal``: the windows it was counted in, or 429
-        ``rate_limited`` when one is full. Nothing is counted (and the request served)
-        when Redis is away."""
-        key_limit, tenant_limit = (limits[name] for name in _NAMES)
-        if key_limit == NO_LIMIT and tenant_limit == NO_LIMIT:
+        """Count one request of ``principal``: its buckets as the RateLimit fields show
+        them, or 429 ``rate_limited`` when one is full. Nothing is counted (and the
+        request served) when Redis is away."""
+        rates = [limits[name] for name in _NAMES]
+        if all(rate == NO_LIMIT for rate in rates):
             return []
         if (refusal := self.refused_here(principal)) is not None:
             raise refusal
         keys = _keys(principal)
-        answer = await run_script(
-            self._redis,
-            self._script,
-            "requests_per_second",
-            keys,
-            [key_limit, tenant_limit, WINDOW_MS],
-        )
+        args: list[int | str] = []
+        for rate in rates:
+            args += [rate, burst_of(rate, self._burst_seconds)]
+        answer = await run_script(self._redis, self._script, "requests_per_second", keys, args)
         if answer is None:
             return []
-        refused, key_count, key_left, tenant_count, tenant_left = answer
+        refused, wait_ms, *state = answer
         windows = [
-            Window(policy, limit, 1, limit - count, math.ceil(left / 1000))
-            for policy, limit, count, left in (
-                ("key", key_limit, key_count, key_left),
-                ("tenant", tenant_limit, tenant_count, tenant_left),
-            )
-            if limit != NO_LIMIT
+            Window(policy, rate, 1, state[2 * i], math.ceil(state[2 * i + 1] / 1000))
+            for i, (policy, rate) in enumerate(zip(_POLICIES, rates, strict=True))
+            if rate != NO_LIMIT
         ]
         if refused:
-            left = key_left if refused == 1 else tenant_left
-            full = next(w for w in windows if w.policy == ("key", "tenant")[refused - 1])
-            self._remember(keys[refused - 1], full, left)
-            raise self._refusal(refused, windows, left)
+            full = next(w for w in windows if w.policy == _POLICIES[refused - 1])
+            self._remember(keys[refused - 1], full, wait_ms)
+            raise self._refusal(refused, windows, wait_ms)
         return windows
 
-    def _remember(self, key: str, window: Window, left_ms: int) -> None:
-        if len(self._full) >= _MAX_FULL:
-            now = self._clock()
-            self._full = {k: f for k, f in self._full.items() if f.until > now}
-        self._full[key] = _Full(self._clock() + left_ms / 1000, window)
+    def _remember(self, key: str, window: Window, wait_ms: int) -> None:
+        now = self._clock()
+        if len(self._refused) >= _MAX_REMEMBERED:
+            self._refused = {k: r for k, r in self._refused.items() if r.until > now}
+        self._refused[key] = _Refused(now + wait_ms / 1000, window)
 
     @staticmethod
-    def _refusal(which: int, windows: list[Window], left_ms: int) -> RateLimited:
+    def _refusal(which: int, windows: list[Window], wait_ms: int) -> RateLimited:
         name = _NAMES[which - 1]
         LIMITS_REFUSED.add(1, {"limit": name.value})
-        full = next(w for w in windows if w.policy == ("key", "tenant")[which - 1])
-        retry = max(1, math.ceil(left_ms / 1000))
+        full = next(w for w in windows if w.policy == _POLICIES[which - 1])
+        retry = max(1, math.ceil(wait_ms / 1000))
+        shown = dataclasses.replace(full, remaining=0, reset_seconds=max(retry, full.reset_seconds))
         return RateLimited(
             f"{name.value} is {full.quota}; retry in {retry} s",
             retry_after=retry,
-            headers=rate_limit_headers(windows),
+            headers=rate_limit_headers([shown]),
             limit=name.value,
             quota=full.quota,
+            retry_after_ms=max(1, wait_ms),
         )

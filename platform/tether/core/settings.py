@@ -131,6 +131,9 @@ class LimitsSettings(BaseModel):
 
     key_requests_per_second: int = Field(default=1000, ge=0)
     tenant_requests_per_second: int = Field(default=2000, ge=0)
+    # Requests a key or tenant may send at once, as seconds of its rate (at least 1):
+    # beyond that its requests are spread out at its rate, never let through in bursts.
+    burst_seconds: float = Field(default=0.1, gt=0, le=60)
     turns_per_day: int = Field(default=5_000_000, ge=0)
     memories: int = Field(default=10_000_000, ge=0)
     knowledge_bytes: int = Field(default=10 * 1024**3, ge=0)
