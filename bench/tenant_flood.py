@@ -19,24 +19,26 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import random
 import secrets
+import statistics
 import time
 
 import asyncpg
 import httpx
-from _harness import Run, api_server, post, services
+from _harness import MachineSpeed, Run, api_server, post, services
 
 from tenancy.access.schemas import ApiKeyCreate
 from tenancy.access.services import ApiKeyService, TenantService
 from tenancy.access.tokens import generate_token
 from tenancy.enums import Role
-from tenancy.limits.schemas import TenantLimitsUpdate
-from tenancy.limits.services import TenantLimitsService
 from tether.core.database import create_engine, create_session_factory, transaction
 from tether.core.ids import TenantId
-from tether.core.settings import LimitsSettings, Settings
+from tether.core.settings import Settings
 
+# How often each API process re-reads a tenant's limits in this bench (default 30 s).
+SETTINGS_TTL_SECONDS = 2
 QUERIES = ["周末去哪儿玩好？", "what does the user like to eat", "上次说的那本书", "weekend plans"]
 FACTS = [
     "用户喜欢吃四川火锅",
@@ -48,18 +50,25 @@ FACTS = [
 ]
 
 
-async def _tenant(settings: Settings, name: str, limit: int | None) -> str:
-    """A tenant and a gateway key (its token); ``limit``: the tenant's request rate."""
+async def _tenant(settings: Settings, name: str) -> tuple[str, str]:
+    """A tenant: its admin token and a gateway token."""
     engine = create_engine(settings)
     async with transaction(create_session_factory(engine)) as session:
         tenant = await TenantService(session).create(name, "local")
         tenant_id = TenantId(tenant.tenant_id)
         key = await ApiKeyService(session, tenant_id).issue(ApiKeyCreate(role=Role.GATEWAY))
-        if limit is not None:
-            chosen = TenantLimitsUpdate(key_requests_per_second=limit)
-            await TenantLimitsService(session, tenant_id, LimitsSettings()).choose(chosen)
     await engine.dispose()
-    return key.token
+    return tenant.admin_token, key.token
+
+
+def _limit(port: int, admin_token: str, limit: int) -> None:
+    """Limit the tenant to ``limit`` requests/s (all its keys together)."""
+    headers = {"Authorization": f"Bearer {admin_token}"}
+    body = {"tenant_requests_per_second": limit}
+    url = f"http://127.0.0.1:{port}/v1/tenant/limits"
+    httpx.put(url, json=body, headers=headers, timeout=30).raise_for_status()
+    # Every API process re-reads it within TETHER_IDENTITY__TENANT_SETTINGS_TTL_SECONDS.
+    time.sleep(SETTINGS_TTL_SECONDS + 1)
 
 
 def _relationships(port: int, token: str, name: str, count: int, memories: int) -> list[str]:
@@ -191,57 +200,90 @@ def transactions_during(database_url: str, work: callable[[], object]) -> int:  
     return after - before - 1  # the first reading's own transaction
 
 
-def line(name: str, run: Run, baseline: Run | None, flood: dict[int, int]) -> str:
+def line(name: str, run: Run, baseline: Run | None, flood: dict[int, int], machine: str) -> str:
     p50, p95 = run.pct(run.latencies_ms, 0.5), run.pct(run.latencies_ms, 0.95)
-    ratio = (
-        ""
-        if baseline is None
-        else f"  p95 ratio {p95 / baseline.pct(baseline.latencies_ms, 0.95):.2f}"
-    )
-    flooded = f"  flood statuses {dict(sorted(flood.items()))}" if flood else ""
+    ratio = ""
+    if baseline is not None:
+        ratio = f"  p95 ratio {p95 / baseline.pct(baseline.latencies_ms, 0.95):.2f}"
+    flooded = f"  flood {dict(sorted(flood.items()))}" if flood else ""
     return (
-        f"{name:34} n={len(run.latencies_ms):5d}  p50={p50:6.2f} p95={p95:6.2f} ms"
-        f"  status={dict(sorted(run.statuses.items()))}{ratio}{flooded}"
+        f"{name:22} n={len(run.latencies_ms):5d}  p50={p50:6.2f} p95={p95:6.2f} ms"
+        f"  status={dict(sorted(run.statuses.items()))}{ratio}{flooded}  ({machine})"
     )
+
+
+def p95_ratio(run: Run, baseline: Run) -> float:
+    return run.pct(run.latencies_ms, 0.95) / baseline.pct(baseline.latencies_ms, 0.95)
+
+
+def rounds(
+    port: int, victim: list[bytes], floods: dict[str, list[bytes]], args: argparse.Namespace
+) -> dict[str, list[float]]:
+    """Baseline and each flood in turn, ``args.rounds`` times (the machine is shared: a
+    ratio compares runs seconds apart); returns each flood's p95 ratios."""
+    speed = MachineSpeed()
+    ratios: dict[str, list[float]] = {name: [] for name in floods}
+    try:
+        for number in range(1, args.rounds + 1):
+            since = time.time()
+            baseline, _ = measured_with(port, victim, args, None)
+            print(
+                line(f"{number}: baseline", baseline, None, {}, speed.slowdown(since, time.time()))
+            )
+            for name, flood in floods.items():
+                since = time.time()
+                run, statuses = measured_with(port, victim, args, flood)
+                machine = speed.slowdown(since, time.time())
+                print(line(f"{number}: {name}", run, baseline, statuses, machine))
+                ratios[name].append(p95_ratio(run, baseline))
+    finally:
+        speed.stop()
+    return ratios
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rate", type=float, default=40, help="tenant B's context requests/s")
     parser.add_argument("--limit", type=int, default=20, help="tenant A's requests/s limit")
-    parser.add_argument("--flood-rate", type=float, default=400, help="tenant A's requests/s")
+    parser.add_argument("--flood-rate", type=float, default=400, help="each flood's requests/s")
     parser.add_argument("--relationships", type=int, default=20)
     parser.add_argument("--memories", type=int, default=50)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     with services() as (database_url, redis_url):
         settings = Settings(database_url=database_url, redis_url=redis_url)
-        victim_token = asyncio.run(_tenant(settings, "victim", None))
-        flooder_token = asyncio.run(_tenant(settings, "flooder", args.limit))
+        _, victim_token = asyncio.run(_tenant(settings, "victim"))
+        flooder_admin, flooder_token = asyncio.run(_tenant(settings, "flooder"))
+        os.environ["TETHER_IDENTITY__TENANT_SETTINGS_TTL_SECONDS"] = str(SETTINGS_TTL_SECONDS)
         with api_server(database_url, redis_url, args.workers, app_role=True) as port:
             victims = _relationships(port, victim_token, "b", args.relationships, args.memories)
             flooders = _relationships(port, flooder_token, "a", 4, args.memories)
+            _limit(port, flooder_admin, args.limit)
             victim = _context_requests(victim_token, victims, 1)
-            flood = _context_requests(flooder_token, flooders, 2)
             invented = [
                 post("/v1/context", generate_token(secrets.token_bytes(32)), b"{}")
                 for _ in range(2000)
             ]
+            floods = {
+                "tenant A flooding": _context_requests(flooder_token, flooders, 2),
+                "bad tokens flooding": invented,
+            }
             time.sleep(1.1)  # past the seeding's rate windows
             paced(port, victim, args.rate, 5, 4)  # warm: hot tier, caches, connections
+            paced(port, floods["tenant A flooding"], args.limit, 3, 4)
             print(
                 f"# B: {args.relationships} relationships x {args.memories} memories, "
                 f"{args.rate:.0f} context requests/s over 4 connections; A: limit "
-                f"{args.limit}/s, flooding at {args.flood_rate:.0f}/s over 16 connections "
-                f"from another process; {args.workers} API processes, {args.seconds:.0f} s each"
+                f"{args.limit}/s, flooding /v1/context at {args.flood_rate:.0f}/s over 16 "
+                f"connections from another process; the bad-token flood likewise; "
+                f"{args.workers} API processes, {args.seconds:.0f} s per run"
             )
-            baseline, _ = measured_with(port, victim, args, None)
-            print(line("baseline (no flood)", baseline, None, {}))
-            run, statuses = measured_with(port, victim, args, flood)
-            print(line("tenant A flooding /v1/context", run, baseline, statuses))
-            run, statuses = measured_with(port, victim, args, invented)
-            print(line("bad tokens flooding", run, baseline, statuses))
+            ratios = rounds(port, victim, floods, args)
+            for name, values in ratios.items():
+                shown = ", ".join(f"{v:.2f}" for v in values)
+                print(f"{name}: p95 ratios {shown}; median {statistics.median(values):.2f}")
             quiet = transactions_during(database_url, lambda: time.sleep(args.seconds))
             flooded: dict[int, int] = {}
 
