@@ -27,7 +27,7 @@ import time
 
 import asyncpg
 import httpx
-from _harness import MachineSpeed, Run, api_server, post, services
+from _harness import _API_PIDS, MachineSpeed, Run, api_server, post, services
 
 from tenancy.access.schemas import ApiKeyCreate
 from tenancy.access.services import ApiKeyService, TenantService
@@ -200,6 +200,16 @@ def transactions_during(database_url: str, work: callable[[], object]) -> int:  
     return after - before - 1  # the first reading's own transaction
 
 
+def api_cpu_ms(port: int) -> float:
+    """CPU milliseconds the API processes of ``port`` have used (user + system)."""
+    total = 0
+    for pid in _API_PIDS.get(port, []):
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def line(name: str, run: Run, baseline: Run | None, flood: dict[int, int], machine: str) -> str:
     p50, p95 = run.pct(run.latencies_ms, 0.5), run.pct(run.latencies_ms, 0.95)
     ratio = ""
@@ -225,15 +235,18 @@ def rounds(
     ratios: dict[str, list[float]] = {name: [] for name in floods}
     try:
         for number in range(1, args.rounds + 1):
-            since = time.time()
+            since, cpu = time.time(), api_cpu_ms(port)
             baseline, _ = measured_with(port, victim, args, None)
-            print(
-                line(f"{number}: baseline", baseline, None, {}, speed.slowdown(since, time.time()))
+            machine = (
+                f"API CPU {api_cpu_ms(port) - cpu:.0f} ms, {speed.slowdown(since, time.time())}"
             )
+            print(line(f"{number}: baseline", baseline, None, {}, machine))
             for name, flood in floods.items():
-                since = time.time()
+                since, cpu = time.time(), api_cpu_ms(port)
                 run, statuses = measured_with(port, victim, args, flood)
-                machine = speed.slowdown(since, time.time())
+                machine = (
+                    f"API CPU {api_cpu_ms(port) - cpu:.0f} ms, {speed.slowdown(since, time.time())}"
+                )
                 print(line(f"{number}: {name}", run, baseline, statuses, machine))
                 ratios[name].append(p95_ratio(run, baseline))
     finally:

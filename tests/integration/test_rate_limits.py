@@ -5,7 +5,6 @@ refused from memory (real Postgres and Redis)."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 from typing import Any
 
@@ -74,18 +73,22 @@ async def test_requests_over_the_rate_are_spread_not_let_through_at_once(
     client, make_tenant
 ) -> None:
     """At 10 requests/s with the default burst (a tenth of a second: one request), a
-    client sending as fast as it can is served about every 100 ms."""
+    client sending as fast as it can is served about every 100 ms, not ten at once.
+    (Upper bounds: a slow machine serves fewer, never more.)"""
     tenant = await make_tenant()
     gateway = await tenant.key("gateway")
     await set_limits(client, tenant, key_requests_per_second=10)
     served: list[float] = []
+    refused = 0
     started = time.monotonic()
     while time.monotonic() - started < 1.0:
         if (await client.get("/v1/personas", headers=gateway)).status_code == 200:
-            served.append(time.monotonic())
-    assert 8 <= len(served) <= 12
-    gaps = [b - a for a, b in itertools.pairwise(served)]
-    assert min(gaps) > 0.08
+            served.append(time.monotonic() - started)
+        else:
+            refused += 1
+    assert 1 <= len(served) <= 11  # one at once, then one per 100 ms
+    assert sum(at < 0.25 for at in served) <= 3
+    assert refused > 0
 
 
 async def test_one_key_over_its_rate_does_not_hold_back_another_key(client, make_tenant) -> None:
