@@ -143,7 +143,7 @@ async def test_rotation_keeps_the_old_token_for_the_overlap(client, make_tenant)
     old = await issue(client, tenant, name="chat")
     assert await works(client, old["token"])
     rotated = await client.post(
-        f"{KEYS}/{old['key']['id']}/rotate", json={"overlap_seconds": 2}, headers=tenant.admin
+        f"{KEYS}/{old['key']['id']}/rotate", json={"overlap_seconds": 3}, headers=tenant.admin
     )
     assert rotated.status_code == 201, rotated.text
     new = rotated.json()
@@ -154,7 +154,7 @@ async def test_rotation_keeps_the_old_token_for_the_overlap(client, make_tenant)
     listed = {k["id"]: k for k in (await client.get(KEYS, headers=tenant.admin)).json()}
     assert listed[old["key"]["id"]]["replaced_by"] == new["key"]["id"]
     assert listed[old["key"]["id"]]["expires_at"] is not None
-    await asyncio.sleep(2.2)
+    await asyncio.sleep(3.2)
     assert not await works(client, old["token"])
     assert await works(client, new["token"])
 

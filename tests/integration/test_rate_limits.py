@@ -36,37 +36,37 @@ async def test_a_key_over_its_rate_gets_429_with_retry_after_and_ratelimit_field
 ) -> None:
     tenant = await make_tenant()
     gateway = await tenant.key("gateway")
-    await set_limits(client, tenant, key_requests_per_second=2)  # one at a time, 500 ms apart
+    await set_limits(client, tenant, key_requests_per_second=1)  # one at a time, 1 s apart
     answers = await burst(client, gateway, 6)
     assert statuses(answers) == [200] + [429] * 5
     ok = next(a for a in answers if a.status_code == 200)
-    assert ok.headers["RateLimit-Policy"].startswith('"key";q=2;w=1, "tenant";q=')
+    assert ok.headers["RateLimit-Policy"].startswith('"key";q=1;w=1, "tenant";q=')
     assert ok.headers["RateLimit"].startswith('"key";r=0;t=1, "tenant";r=')
     refused = next(a for a in answers if a.status_code == 429)
     problem = refused.json()
     assert (problem["code"], problem["limit"], problem["quota"]) == (
         "rate_limited",
         "key_requests_per_second",
-        2,
+        1,
     )
-    assert 0 < problem["retry_after_ms"] <= 500
+    assert 0 < problem["retry_after_ms"] <= 1000
     assert refused.headers["content-type"].startswith("application/problem+json")
     assert refused.headers["Retry-After"] == "1"
     assert refused.headers["RateLimit"] == '"key";r=0;t=1'
-    await asyncio.sleep(0.55)
+    await asyncio.sleep(1.05)
     assert (await client.get("/v1/personas", headers=gateway)).status_code == 200
 
 
 async def test_a_key_may_burst_up_to_its_burst_then_is_paced(resources, make_tenant) -> None:
     tenant = await make_tenant()
-    async with own_app(resources, limits={"burst_seconds": 1.0}) as (client, _):
+    async with own_app(resources, limits={"burst_seconds": 4.0}) as (client, _):
         gateway = await tenant.key("gateway")
-        await set_limits(client, tenant, key_requests_per_second=5)
+        await set_limits(client, tenant, key_requests_per_second=1)  # 4 at once
         answers = await burst(client, gateway, 8)
         served = [a for a in answers if a.status_code == 200]
-        assert 5 <= len(served) <= 6  # a sixth if 200 ms passed meanwhile
+        assert 4 <= len(served) <= 5  # a fifth if a second passed meanwhile
         remaining = [int(a.headers["RateLimit"].split(";")[1][2:]) for a in served]
-        assert (max(remaining), min(remaining)) == (4, 0)
+        assert (max(remaining), min(remaining)) == (3, 0)
 
 
 async def test_requests_over_the_rate_are_spread_not_let_through_at_once(
@@ -94,7 +94,7 @@ async def test_requests_over_the_rate_are_spread_not_let_through_at_once(
 async def test_one_key_over_its_rate_does_not_hold_back_another_key(client, make_tenant) -> None:
     tenant = await make_tenant()
     noisy, quiet = await tenant.key("gateway"), await tenant.key("gateway")
-    await set_limits(client, tenant, key_requests_per_second=2, tenant_requests_per_second=20)
+    await set_limits(client, tenant, key_requests_per_second=1, tenant_requests_per_second=20)
     assert statuses(await burst(client, noisy, 6)) == [200] + [429] * 5
     # The refused requests did not use up the tenant's bucket (it takes two at once).
     assert (await client.get("/v1/personas", headers=quiet)).status_code == 200
@@ -103,7 +103,7 @@ async def test_one_key_over_its_rate_does_not_hold_back_another_key(client, make
 async def test_a_tenant_over_its_rate_gets_429_whichever_key_asks(client, make_tenant) -> None:
     tenant = await make_tenant()
     first, second = await tenant.key("gateway"), await tenant.key("gateway")
-    await set_limits(client, tenant, key_requests_per_second=100, tenant_requests_per_second=2)
+    await set_limits(client, tenant, key_requests_per_second=100, tenant_requests_per_second=1)
     assert (await client.get("/v1/personas", headers=first)).status_code == 200
     refused = await client.get("/v1/personas", headers=second)
     assert refused.status_code == 429
@@ -114,7 +114,7 @@ async def test_a_tenant_over_its_rate_gets_429_whichever_key_asks(client, make_t
 async def test_another_tenant_keeps_its_own_limits(client, make_tenant) -> None:
     strict, other = await make_tenant(), await make_tenant()
     strict_key, other_key = await strict.key("gateway"), await other.key("gateway")
-    await set_limits(client, strict, tenant_requests_per_second=2)
+    await set_limits(client, strict, tenant_requests_per_second=1)
     assert statuses(await burst(client, strict_key, 6)) == [200] + [429] * 5
     assert statuses(await burst(client, other_key, 6)) == [200] * 6
 
@@ -122,7 +122,7 @@ async def test_another_tenant_keeps_its_own_limits(client, make_tenant) -> None:
 async def test_limits_apply_across_api_processes(client, resources, make_tenant) -> None:
     tenant = await make_tenant()
     gateway = await tenant.key("gateway")
-    await set_limits(client, tenant, key_requests_per_second=2)
+    await set_limits(client, tenant, key_requests_per_second=1)
     async with own_app(resources) as (other, _):
         answers = await asyncio.gather(
             *(c.get("/v1/personas", headers=gateway) for c in (client, other) for _ in range(4))
@@ -140,11 +140,11 @@ async def test_a_flood_is_refused_from_memory_after_the_first_refusal(
 ) -> None:
     tenant = await make_tenant()
     gateway = await tenant.key("gateway")
-    await set_limits(client, tenant, key_requests_per_second=2)
+    await set_limits(client, tenant, key_requests_per_second=1)
     answers = [await client.get("/v1/personas", headers=gateway) for _ in range(2)]
     assert [a.status_code for a in answers] == [200, 429]  # the second asked Redis
     before = await _evalsha_calls(resources)
-    flood = [await client.get("/v1/personas", headers=gateway) for _ in range(10)]
+    flood = [await client.get("/v1/personas", headers=gateway) for _ in range(5)]
     assert await _evalsha_calls(resources) == before
     assert {a.status_code for a in flood} == {429}
     early, first = flood[-1], answers[-1]
