@@ -2,18 +2,19 @@
 rate limit slow another tenant's POST /v1/context, and does a flood of bad tokens load
 Postgres?
 
-    cd bench && ../.venv/bin/python tenant_flood.py --seconds 20 --rounds 3
+    cd bench && ../.venv/bin/python tenant_flood.py --seconds 10 --rounds 6
 
 Two tenants, each with relationships holding memories. Tenant B (the victim) sends
-/v1/context at a steady ``--rate``; its p50/p95 are measured alone (baseline), then while
-tenant A, limited to ``--limit`` requests/s, floods /v1/context from another process at
-``--flood-rate`` (the excess is answered 429), then while an outsider floods at the same
-rate with invented tokens of the right shape. The three runs repeat ``--rounds`` times
-(the machine is shared: each ratio compares runs seconds apart). Prints each run with
-the CPU the API processes used and how much slower a fixed piece of work ran meanwhile
-(MachineSpeed), each flood's p95 ratios to its round's baseline (target: at most 1.2),
-and the Postgres transactions a bad-token flood alone caused, against the same time idle
-(pg_stat_database).
+/v1/context at a steady ``--rate``. Its latency is measured alone (baseline); while
+tenant A, limited to ``--limit`` requests/s, sends /v1/context from another process at
+exactly its limit; while A floods at ``--flood-rate`` (the excess is answered 429); and
+while an outsider floods at that rate with invented tokens of the right shape. The runs
+alternate for ``--rounds`` rounds (the machine is shared: alternating makes every
+condition sample the same disturbances). Prints each run with the CPU the API processes
+used and how much slower a fixed piece of work ran meanwhile (MachineSpeed), then every
+condition's latencies pooled over the rounds with p95 ratios to the baseline (the target
+for the floods: at most 1.2), and the Postgres transactions a bad-token flood alone
+caused against the same time idle (pg_stat_database).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ import json
 import multiprocessing
 import os
 import random
+import re
 import secrets
-import statistics
 import time
 
 import asyncpg
@@ -40,6 +41,8 @@ from tether.core.database import create_engine, create_session_factory, transact
 from tether.core.ids import TenantId
 from tether.core.settings import Settings
 
+_LENGTH = re.compile(rb"content-length: (\d+)", re.IGNORECASE)
+_TIMING = re.compile(rb"server-timing: app;dur=([0-9.]+)", re.IGNORECASE)
 # How often each API process re-reads a tenant's limits in this bench (default 30 s).
 SETTINGS_TTL_SECONDS = 2
 QUERIES = ["周末去哪儿玩好？", "what does the user like to eat", "上次说的那本书", "weekend plans"]
@@ -125,16 +128,11 @@ async def _paced(
                 sent = time.perf_counter()
                 writer.write(request)
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = next(
-                    (
-                        int(line.split(b":")[1])
-                        for line in head.split(b"\r\n")
-                        if line.lower().startswith(b"content-length:")
-                    ),
-                    0,
-                )
-                await reader.readexactly(length)
+                length = _LENGTH.search(head)
+                await reader.readexactly(int(length.group(1)) if length else 0)
                 run.latencies_ms.append((time.perf_counter() - sent) * 1000)
+                if timing := _TIMING.search(head):
+                    run.server_ms.append(float(timing.group(1)))
                 status = int(head[9:12])
                 run.statuses[status] = run.statuses.get(status, 0) + 1
                 k += 1
@@ -160,8 +158,11 @@ def _flood(
     out.put(paced(port, requests, rate, seconds, 16).statuses)
 
 
+Flood = tuple[list[bytes], float]  # requests, and how many per second
+
+
 def measured_with(
-    port: int, victim: list[bytes], args: argparse.Namespace, flood: list[bytes] | None
+    port: int, victim: list[bytes], args: argparse.Namespace, flood: Flood | None
 ) -> tuple[Run, dict[int, int]]:
     """The victim's run, while ``flood`` (if any) is sent from another process."""
     statuses: dict[int, int] = {}
@@ -169,7 +170,7 @@ def measured_with(
     queue: multiprocessing.Queue[dict[int, int]] = multiprocessing.Queue()
     if flood is not None:
         process = multiprocessing.Process(
-            target=_flood, args=(port, flood, args.flood_rate, args.seconds + 1, queue)
+            target=_flood, args=(port, *flood, args.seconds + 1, queue)
         )
         process.start()
         time.sleep(0.5)  # the flood is running before the measurement starts
@@ -214,47 +215,45 @@ def api_cpu_ms(port: int) -> float:
 
 
 def line(name: str, run: Run, baseline: Run | None, flood: dict[int, int], machine: str) -> str:
-    p50, p95 = run.pct(run.latencies_ms, 0.5), run.pct(run.latencies_ms, 0.95)
-    ratio = ""
+    e2e, own = run.latencies_ms, run.server_ms
+    ratios = ""
     if baseline is not None:
-        ratio = f"  p95 ratio {p95 / baseline.pct(baseline.latencies_ms, 0.95):.2f}"
+        e2e_ratio = run.pct(e2e, 0.95) / baseline.pct(baseline.latencies_ms, 0.95)
+        own_ratio = run.pct(own, 0.95) / baseline.pct(baseline.server_ms, 0.95)
+        ratios = f"  p95 ratio {e2e_ratio:.2f} (server {own_ratio:.2f})"
     flooded = f"  flood {dict(sorted(flood.items()))}" if flood else ""
+    statuses = f"  status={dict(sorted(run.statuses.items()))}" if run.statuses else ""
     return (
-        f"{name:22} n={len(run.latencies_ms):5d}  p50={p50:6.2f} p95={p95:6.2f} ms"
-        f"  status={dict(sorted(run.statuses.items()))}{ratio}{flooded}  ({machine})"
+        f"{name:29} n={len(e2e):5d}  e2e p50={run.pct(e2e, 0.5):6.2f} p95={run.pct(e2e, 0.95):6.2f}"
+        f"  server p50={run.pct(own, 0.5):6.2f} p95={run.pct(own, 0.95):6.2f} ms"
+        f"{statuses}{ratios}{flooded}  ({machine})"
     )
 
 
-def p95_ratio(run: Run, baseline: Run) -> float:
-    return run.pct(run.latencies_ms, 0.95) / baseline.pct(baseline.latencies_ms, 0.95)
-
-
 def rounds(
-    port: int, victim: list[bytes], floods: dict[str, list[bytes]], args: argparse.Namespace
-) -> dict[str, list[float]]:
-    """Baseline and each flood in turn, ``args.rounds`` times (the machine is shared: a
-    ratio compares runs seconds apart); returns each flood's p95 ratios."""
+    port: int, victim: list[bytes], floods: dict[str, Flood], args: argparse.Namespace
+) -> dict[str, Run]:
+    """Baseline and each flood in turn, ``args.rounds`` times: the machine is shared, so
+    the conditions alternate and sample the same disturbances. Returns every condition's
+    latencies pooled over the rounds."""
     speed = MachineSpeed()
-    ratios: dict[str, list[float]] = {name: [] for name in floods}
+    pooled = {name: Run() for name in ["baseline", *floods]}
     try:
         for number in range(1, args.rounds + 1):
-            since, cpu = time.time(), api_cpu_ms(port)
-            baseline, _ = measured_with(port, victim, args, None)
-            machine = (
-                f"API CPU {api_cpu_ms(port) - cpu:.0f} ms, {speed.slowdown(since, time.time())}"
-            )
-            print(line(f"{number}: baseline", baseline, None, {}, machine))
-            for name, flood in floods.items():
+            baseline = None
+            for name, flood in [("baseline", None), *floods.items()]:
                 since, cpu = time.time(), api_cpu_ms(port)
                 run, statuses = measured_with(port, victim, args, flood)
-                machine = (
-                    f"API CPU {api_cpu_ms(port) - cpu:.0f} ms, {speed.slowdown(since, time.time())}"
-                )
+                used = api_cpu_ms(port) - cpu
+                machine = f"API CPU {used:.0f} ms, {speed.slowdown(since, time.time())}"
                 print(line(f"{number}: {name}", run, baseline, statuses, machine))
-                ratios[name].append(p95_ratio(run, baseline))
+                baseline = baseline or run
+                pooled[name].latencies_ms += run.latencies_ms
+                pooled[name].server_ms += run.server_ms
+                pooled[name].seconds += used / 1000  # here: the API's CPU seconds
     finally:
         speed.stop()
-    return ratios
+    return pooled
 
 
 def main() -> None:
@@ -282,23 +281,27 @@ def main() -> None:
                 post("/v1/context", generate_token(secrets.token_bytes(32)), b"{}")
                 for _ in range(2000)
             ]
+            flooder = _context_requests(flooder_token, flooders, 2)
             floods = {
-                "tenant A flooding": _context_requests(flooder_token, flooders, 2),
-                "bad tokens flooding": invented,
+                "tenant A at its limit": (flooder, float(args.limit)),
+                "tenant A flooding": (flooder, args.flood_rate),
+                "bad tokens flooding": (invented, args.flood_rate),
             }
             paced(port, victim, args.rate, 5, 4)  # warm: hot tier, caches, connections
-            paced(port, floods["tenant A flooding"], args.limit, 3, 4)
+            paced(port, flooder, args.limit, 3, 4)
             print(
                 f"# B: {args.relationships} relationships x {args.memories} memories, "
                 f"{args.rate:.0f} context requests/s over 4 connections; A: limit "
-                f"{args.limit}/s, flooding /v1/context at {args.flood_rate:.0f}/s over 16 "
-                f"connections from another process; the bad-token flood likewise; "
-                f"{args.workers} API processes, {args.seconds:.0f} s per run"
+                f"{args.limit}/s, sending /v1/context at its limit, then flooding at "
+                f"{args.flood_rate:.0f}/s, over 16 connections from another process; the "
+                f"bad-token flood likewise; {args.workers} API processes, "
+                f"{args.seconds:.0f} s per run"
             )
-            ratios = rounds(port, victim, floods, args)
-            for name, values in ratios.items():
-                shown = ", ".join(f"{v:.2f}" for v in values)
-                print(f"{name}: p95 ratios {shown}; median {statistics.median(values):.2f}")
+            pooled = rounds(port, victim, floods, args)
+            base = pooled["baseline"]
+            for name, run in pooled.items():
+                cpu = run.seconds / (args.rounds * args.seconds)
+                print(line(f"all rounds: {name}", run, base, {}, f"API CPU {cpu:.2f} s/s"))
             quiet = transactions_during(database_url, lambda: time.sleep(args.seconds))
             flooded: dict[int, int] = {}
 
