@@ -134,7 +134,22 @@ class RequestLimiter:
             full = next(w for w in windows if w.policy == _POLICIES[refused - 1])
             self._remember(keys[refused - 1], full, wait_ms)
             raise self._refusal(refused, windows, wait_ms)
+        self._remember_emptied(keys, rates, state)
         return windows
+
+    def _remember_emptied(self, keys: tuple[str, str], rates: list[int], state: list[int]) -> None:
+        """A bucket this request emptied takes no other before its next refill: refuse
+        from here until then, rather than learn it from Redis with one more request."""
+        for i, rate in enumerate(rates):
+            if rate == NO_LIMIT or state[2 * i] > 0:
+                continue
+            interval = 1000 / rate
+            burst = burst_of(rate, self._burst_seconds)
+            # Redis rounded the time up: one ms less, never longer than Redis would refuse.
+            wait_ms = math.floor(state[2 * i + 1] - 1 - (burst - 1) * interval)
+            if wait_ms > 0:
+                window = Window(_POLICIES[i], rate, 1, 0, math.ceil(state[2 * i + 1] / 1000))
+                self._remember(keys[i], window, wait_ms)
 
     def _remember(self, key: str, window: Window, wait_ms: int) -> None:
         now = self._clock()
