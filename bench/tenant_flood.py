@@ -155,7 +155,10 @@ def _flood(
     seconds: float,
     out: multiprocessing.Queue[dict[int, int]],
 ) -> None:
-    out.put(paced(port, requests, rate, seconds, 16).statuses)
+    started = time.process_time()
+    statuses = paced(port, requests, rate, seconds, 16).statuses
+    # The flood's own CPU, in milliseconds (status -1): it shares the cores here.
+    out.put({**statuses, -1: round((time.process_time() - started) * 1000)})
 
 
 Flood = tuple[list[bytes], float]  # requests, and how many per second
@@ -221,7 +224,9 @@ def line(name: str, run: Run, baseline: Run | None, flood: dict[int, int], machi
         e2e_ratio = run.pct(e2e, 0.95) / baseline.pct(baseline.latencies_ms, 0.95)
         own_ratio = run.pct(own, 0.95) / baseline.pct(baseline.server_ms, 0.95)
         ratios = f"  p95 ratio {e2e_ratio:.2f} (server {own_ratio:.2f})"
-    flooded = f"  flood {dict(sorted(flood.items()))}" if flood else ""
+    answers = {status: n for status, n in sorted(flood.items()) if status >= 0}
+    client = f", its client's CPU {flood[-1]} ms" if -1 in flood else ""
+    flooded = f"  flood {answers}{client}" if flood else ""
     statuses = f"  status={dict(sorted(run.statuses.items()))}" if run.statuses else ""
     return (
         f"{name:29} n={len(e2e):5d}  e2e p50={run.pct(e2e, 0.5):6.2f} p95={run.pct(e2e, 0.95):6.2f}"
