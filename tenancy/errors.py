@@ -53,3 +53,15 @@ class PolicyUnavailable(ServiceUnavailable):
 
     code = "policy_unavailable"
     title = "The tenant's policy could not be loaded"
+
+
+class ApiKeySubjectRefused(InvalidInput):
+    """A key's subject does not fit its role, or names no existing creator."""
+
+    code = "api_key_subject_refused"
+    title = "The key's subject was refused"
+
+
+class ApiKeyAlreadyRotated(Conflict):
+    code = "api_key_already_rotated"
+    title = "This key was already rotated; rotate its replacement"

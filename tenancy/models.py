@@ -14,6 +14,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     LargeBinary,
+    SmallInteger,
     String,
     Text,
     UniqueConstraint,
@@ -70,8 +71,28 @@ class ApiKey(TenantOwned, Base):
     key_hash: Mapped[bytes] = mapped_column(LargeBinary(32), unique=True)
     created_at: Mapped[datetime] = _created()
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Lifecycle (decision 0036): an optional end, the last use (written at most once a
+    # minute per process), the key a rotation replaced this one with, and whether the
+    # token carries a signature (keys issued before 0018 do not).
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    replaced_by: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    signed: Mapped[bool] = mapped_column(Boolean, default=True, server_default="false")
 
     __table_args__ = (Index("ix_api_keys_tenant_id", "tenant_id"),)
+
+
+class ApiKeySigning(Base):
+    """The one row holding the secret that signs API tokens, so a forged token is refused
+    without a query (decision 0035). It proves nothing about a key: the digest does."""
+
+    __tablename__ = "api_key_signing"
+
+    id: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    secret: Mapped[bytes] = mapped_column(LargeBinary(32))
+    # Whether keys without a signature existed when signing began (they are then looked
+    # up in Postgres like before).
+    legacy_tokens: Mapped[bool] = mapped_column(Boolean)
 
 
 class TenantPolicy(TenantOwned, Base):

@@ -97,6 +97,9 @@ def settings(
         hot_redis_url=f"unix://{hot_redis_server.socket_path}?db={redis_db}",
         data_dir=runtime_dir / db_name,
         db={"owner_url": pg_server.url(db_name)},
+        # Every test client calls from one address: tests that fail to authenticate on
+        # purpose must not throttle the module (tests of the throttle set their own).
+        limits={"failed_auth_per_minute": 1_000_000},
     )
 
 
@@ -197,7 +200,12 @@ class TenantHandle:
         self.admin = {"Authorization": f"Bearer {admin_token}"}
 
     async def key(self, role: str, subject: str | None = None) -> dict[str, str]:
-        """Issue a key for ``role`` and return its Authorization header."""
+        """Issue a key for ``role`` and return its Authorization header (a creator key's
+        creator is registered first if it is new: a key's creator must exist)."""
+        if role == "creator" and subject is not None:
+            creator = {"external_id": subject}
+            made = await self.client.post("/v1/creators", json=creator, headers=self.admin)
+            assert made.status_code in (201, 409), made.text
         body = {"role": role, "subject": subject, "name": f"{role} key"}
         response = await self.client.post("/v1/api-keys", json=body, headers=self.admin)
         assert response.status_code == 201, response.text

@@ -16,13 +16,20 @@ from litestar.types import ASGIApp
 import tether
 from tenancy.access.authenticator import Authenticator
 from tenancy.access.deps import provide_principal
+from tenancy.access.failures import FailedAuthentications
 from tenancy.access.guard import policy_guard
+from tenancy.access.key_usage import KeyUsage
 from tenancy.access.middleware import ApiKeyAuthMiddleware
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.tenant_policies import TenantPolicies
+from tenancy.limits.cache import TenantLimitsCache
+from tenancy.limits.middleware import rate_limits
+from tenancy.limits.quotas import Quotas
+from tenancy.limits.rates import RequestLimiter
 from tenancy.relationships.deps import provide_card_cache, provide_relationship_directory
 from tether.api.after_response import after_response_middleware
 from tether.api.body import TetherRequest
+from tether.api.early_refusals import early_refusals
 from tether.api.metrics import http_tracing, route_telemetry
 from tether.api.openapi import assets_router, openapi_config
 from tether.api.problems import EXCEPTION_HANDLERS
@@ -47,7 +54,20 @@ from tether.turns.claims import TurnClaims
 def bind_resources(app: Litestar, resources: Resources) -> None:
     """Attach this event loop's resources to the app (the lifespan does it; tests may)."""
     app.state.resources = resources
-    app.state.authenticator = Authenticator(resources.sessions)
+    settings = resources.settings
+    app.state.authenticator = Authenticator(
+        resources.sessions,
+        settings.access,
+        FailedAuthentications(resources.redis, settings.limits.failed_auth_per_minute),
+        KeyUsage(resources.sessions, settings.access.last_used_resolution_seconds),
+    )
+    app.state.tenant_limits = TenantLimitsCache(
+        resources.sessions, settings.limits, settings.identity.tenant_settings_ttl_seconds
+    )
+    app.state.request_limiter = RequestLimiter(resources.redis, settings.limits.burst_seconds)
+    app.state.quotas = Quotas(
+        resources.redis, app.state.tenant_limits, settings.limits.usage_recount_seconds
+    )
     app.state.policy = TenantPolicies(
         PolicyEnforcer(), resources.sessions, resources.settings.access.policy_cache_seconds
     )
@@ -86,6 +106,7 @@ def create_app(settings: Settings) -> Litestar:
             await app.state.partitions.drain()
             app.state.partitions.close()
             await app.state.reinforcement.flush()
+            await app.state.authenticator.usage.flush()
             await app.state.embedder.aclose()
 
     # The console's pages sign in with a session cookie, not a bearer key (docs/console.md).
@@ -113,6 +134,7 @@ def create_app(settings: Settings) -> Litestar:
         middleware=[
             route_telemetry,
             DefineMiddleware(ApiKeyAuthMiddleware, exclude=["^/schema", "^/console"]),
+            rate_limits,
         ],
         plugins=[OpenTelemetryPlugin(http_tracing())],
         guards=[policy_guard],
@@ -130,8 +152,8 @@ def create_asgi(settings: Settings) -> ASGIApp:
     return with_outer_middleware(create_app(settings))
 
 
-def with_outer_middleware(app: ASGIApp) -> ASGIApp:
+def with_outer_middleware(app: Litestar) -> ASGIApp:
     """``app`` in the middleware that wraps even its 404s: the request id (outermost, so
-    every answer carries one), and the mark of when a response is sent, which background
-    work spawned after the response waits for."""
-    return request_id_middleware(after_response_middleware(app))
+    every answer carries one), the mark of when a response is sent, which background
+    work spawned after the response waits for, and the refusals decided from memory."""
+    return request_id_middleware(after_response_middleware(early_refusals(app)))

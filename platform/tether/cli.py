@@ -77,6 +77,15 @@ def _cmd_tenant_create(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_tenant_limits(settings: Settings, args: argparse.Namespace) -> int:
+    from tether.runtime.services import backing_services
+    from tether.runtime.tenant_limits import show_or_allow
+
+    with backing_services(settings, need_redis=False) as live:
+        print(json.dumps(show_or_allow(live, args.name, args.allow), indent=2))  # noqa: T201
+    return 0
+
+
 def _cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
     from tether.core.resources import open_resources
     from tether.memories.reindex import Progress, reindex
@@ -171,6 +180,20 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("name")
     create.add_argument("--region", default=None, help="data region (default: TETHER_REGION)")
     create.set_defaults(handler=_cmd_tenant_create)
+    limits = tenant_sub.add_parser(
+        "limits",
+        help="show a tenant's limits as JSON; with --allow, first set what it is allowed "
+        "(0: no limit), which its admin may lower but not exceed",
+    )
+    limits.add_argument("name")
+    limits.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="LIMIT=VALUE",
+        help="e.g. turns_per_day=20000000 (repeatable; names as in GET /v1/tenant/limits)",
+    )
+    limits.set_defaults(handler=_cmd_tenant_limits)
     reindex = sub.add_parser(
         "reindex",
         help="recompute memory tokens and vectors with the configured embedding model "

@@ -8,6 +8,7 @@ from tenancy.access.controllers import ApiKeyController
 from tenancy.access.policy_controllers import PolicyController
 from tenancy.audit.controllers import AuditController
 from tenancy.graph.controllers import CreatorController, PersonaController, UserController
+from tenancy.limits.controllers import TenantLimitsController
 from tenancy.relationships.controllers import RelationshipController, UserRelationshipController
 from tenancy.resolve.controllers import ResolveController
 from tether.api.metrics import MetricsController
@@ -42,6 +43,7 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     SearchController,
     ContextController,
     PrivacyPatternController,
+    TenantLimitsController,
     PolicyController,
     AuditController,
     GlobalProfileController,

@@ -3,6 +3,7 @@
 
 from tenancy import models as tenancy_models
 from tenancy.audit import models as audit_models
+from tenancy.limits import models as limit_models
 from tether.core.database import Base
 from tether.knowledge import models as knowledge_models
 from tether.memories import models as memory_models
@@ -16,6 +17,7 @@ metadata = Base.metadata
 __all__ = [
     "audit_models",
     "knowledge_models",
+    "limit_models",
     "memory_models",
     "metadata",
     "persona_models",

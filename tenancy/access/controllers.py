@@ -7,11 +7,12 @@ import uuid
 from litestar import Controller, Request, delete, get, post
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, JSONBody
+from litestar.status_codes import HTTP_201_CREATED
 
 from tenancy.access.authenticator import Authenticator
 from tenancy.access.deps import provide_api_key_service
 from tenancy.access.guard import policy
-from tenancy.access.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead
+from tenancy.access.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead, ApiKeyRotate
 from tenancy.access.services import ApiKeyService
 from tenancy.ids import ApiKeyId
 
@@ -32,6 +33,26 @@ class ApiKeyController(Controller):
     async def list_keys(self, api_key_service: NamedDependency[ApiKeyService]) -> list[ApiKeyRead]:
         """The tenant's keys (without secrets)."""
         return await api_key_service.list()
+
+    @post(
+        "/{key_id:uuid}/rotate",
+        operation_id="RotateApiKey",
+        status_code=HTTP_201_CREATED,
+        opt=policy("api_key", "write"),
+    )
+    async def rotate(
+        self,
+        key_id: FromPath[uuid.UUID],
+        api_key_service: NamedDependency[ApiKeyService],
+        request: Request,  # type: ignore[type-arg]
+        data: JSONBody[ApiKeyRotate | None] = None,
+    ) -> ApiKeyCreated:
+        """Issue a replacement (same role and subject); the old token keeps working for
+        ``overlap_seconds``. The new token is shown in this answer only."""
+        created, old_digest = await api_key_service.rotate(ApiKeyId(key_id), data or ApiKeyRotate())
+        authenticator: Authenticator = request.app.state.authenticator
+        authenticator.forget(old_digest)  # its new end applies here at once
+        return created
 
     @delete("/{key_id:uuid}", operation_id="RevokeApiKey", opt=policy("api_key", "delete"))
     async def revoke(

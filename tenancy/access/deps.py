@@ -12,6 +12,7 @@ from tenancy.access.principal import Principal
 from tenancy.access.services import ApiKeyService
 from tenancy.audit.log import Actor
 from tether.core.errors import Unauthenticated
+from tether.core.settings import Settings
 
 
 def provide_principal(request: Request[Any, Any, Any]) -> Principal:
@@ -22,6 +23,8 @@ def provide_principal(request: Request[Any, Any, Any]) -> Principal:
 
 
 def provide_api_key_service(
-    db_session: NamedDependency[AsyncSession], principal: NamedDependency[Principal]
+    db_session: NamedDependency[AsyncSession],
+    principal: NamedDependency[Principal],
+    settings: NamedDependency[Settings],
 ) -> ApiKeyService:
-    return ApiKeyService(db_session, principal.tenant_id, Actor.of(principal))
+    return ApiKeyService(db_session, principal.tenant_id, Actor.of(principal), settings.access)

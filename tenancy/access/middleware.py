@@ -19,5 +19,6 @@ class ApiKeyAuthMiddleware(AbstractAuthenticationMiddleware):
         if scheme.lower() != "bearer" or not token:
             raise Unauthenticated("send the API key as 'Authorization: Bearer <key>'")
         authenticator: Authenticator = connection.app.state.authenticator
-        principal = await authenticator.authenticate(token.strip())
+        address = connection.client.host if connection.client else None
+        principal = await authenticator.authenticate(token.strip(), address)
         return AuthenticationResult(user=principal, auth=None)

@@ -5,8 +5,20 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import cast
 
-from sqlalchemy import delete, insert, select, text, update
+from sqlalchemy import (
+    ColumnElement,
+    Table,
+    bindparam,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -14,7 +26,7 @@ from tenancy.access.policy_rules import PolicyRule
 from tenancy.enums import PolicyEffect, Role
 from tenancy.errors import TenantNameTaken
 from tenancy.ids import ApiKeyId
-from tenancy.models import ApiKey, Tenant, TenantPolicy
+from tenancy.models import ApiKey, ApiKeySigning, Tenant, TenantPolicy
 from tether.core.ids import TenantId
 
 
@@ -38,6 +50,14 @@ class TenantRepository:
 
     async def get(self, tenant_id: TenantId) -> Tenant | None:
         return await self._session.get(Tenant, tenant_id)
+
+    async def id_by_name(self, name: str) -> TenantId | None:
+        """The id of the tenant named ``name``, whatever the session is bound to: a system
+        function of migration 0018, for the operator's CLI."""
+        found = await self._session.scalar(
+            text("SELECT tether_tenant_by_name(:name)"), {"name": name}
+        )
+        return None if found is None else TenantId(found)
 
     async def ids(self) -> list[TenantId]:
         """Every tenant's id, whatever the session is bound to: a system function of
@@ -68,10 +88,24 @@ class KeyLookupRepository:
         statement = (
             select(ApiKey, Tenant)
             .join(Tenant, Tenant.id == ApiKey.tenant_id)
-            .where(ApiKey.key_hash == key_digest, ApiKey.revoked_at.is_(None))
+            .where(ApiKey.key_hash == key_digest, ApiKey.revoked_at.is_(None), _unexpired())
         )
         row = (await self._session.execute(statement)).first()
         return None if row is None else (row[0], row[1])
+
+
+def _unexpired() -> ColumnElement[bool]:
+    return or_(ApiKey.expires_at.is_(None), ApiKey.expires_at > func.now())
+
+
+class SigningRepository:
+    """The deployment's token signing secret (one row, made by migration 0018)."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def get(self) -> ApiKeySigning:
+        return (await self._session.execute(select(ApiKeySigning))).scalar_one()
 
 
 class ApiKeyRepository:
@@ -82,7 +116,13 @@ class ApiKeyRepository:
         self._tenant_id = tenant_id
 
     async def add(
-        self, role: Role, subject: str | None, name: str, prefix: str, key_digest: bytes
+        self,
+        role: Role,
+        subject: str | None,
+        name: str,
+        prefix: str,
+        key_digest: bytes,
+        expires_at: datetime | None = None,
     ) -> ApiKey:
         key = ApiKey(
             tenant_id=self._tenant_id,
@@ -91,10 +131,52 @@ class ApiKeyRepository:
             name=name,
             prefix=prefix,
             key_hash=key_digest,
+            expires_at=expires_at,
         )
         self._session.add(key)
         await self._session.flush()
         return key
+
+    async def get_active(self, key_id: ApiKeyId) -> ApiKey | None:
+        """The key if it may still authenticate, locked until the transaction ends."""
+        statement = (
+            select(ApiKey)
+            .where(
+                ApiKey.id == key_id,
+                ApiKey.tenant_id == self._tenant_id,
+                ApiKey.revoked_at.is_(None),
+                _unexpired(),
+            )
+            .with_for_update()
+        )
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def retire(self, key_id: uuid.UUID, replaced_by: uuid.UUID, until: datetime) -> ApiKey:
+        """Mark a rotated key: it ends at ``until`` (or earlier, if it already did)."""
+        statement = (
+            update(ApiKey)
+            .where(ApiKey.id == key_id, ApiKey.tenant_id == self._tenant_id)
+            .values(
+                replaced_by=replaced_by,
+                expires_at=func.least(func.coalesce(ApiKey.expires_at, until), until),
+            )
+            .returning(ApiKey)
+        )
+        return (await self._session.execute(statement)).scalar_one()
+
+    async def record_use(self, used: Sequence[tuple[uuid.UUID, datetime]]) -> None:
+        """Write last-use times (one statement, run for each key); never moves one back."""
+        table = cast(Table, ApiKey.__table__)
+        statement = (
+            update(table)
+            .where(
+                table.c.id == bindparam("key_id"),
+                table.c.tenant_id == self._tenant_id,
+                or_(table.c.last_used_at.is_(None), table.c.last_used_at < bindparam("at")),
+            )
+            .values(last_used_at=bindparam("at"))
+        )
+        await self._session.execute(statement, [{"key_id": k, "at": at} for k, at in used])
 
     async def get(self, key_id: ApiKeyId) -> ApiKey | None:
         statement = select(ApiKey).where(ApiKey.id == key_id, ApiKey.tenant_id == self._tenant_id)

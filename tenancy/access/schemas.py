@@ -12,11 +12,25 @@ from tenancy.access.policy_rules import MAX_TENANT_RULES, PolicyAction
 from tenancy.enums import PolicyEffect, Role
 from tether.core.text import Label, Name, items
 
+Moment = Annotated[datetime, msgspec.Meta(tz=True)]
+MAX_OVERLAP_SECONDS = 30 * 24 * 3600
+
 
 class ApiKeyCreate(msgspec.Struct, forbid_unknown_fields=True):
     role: Role
+    # creator keys: an existing creator's external id; operator keys: the pool operator
+    # id; other roles have none.
     subject: Name | None = None
     name: Label = ""
+    # When the key stops working (in the future, with a time zone); none: never.
+    expires_at: Moment | None = None
+
+
+class ApiKeyRotate(msgspec.Struct, forbid_unknown_fields=True):
+    # How long the old token keeps working (default TETHER_ACCESS__ROTATION_OVERLAP_SECONDS).
+    overlap_seconds: Annotated[int, msgspec.Meta(ge=0, le=MAX_OVERLAP_SECONDS)] | None = None
+    # The new key's end; none: as long after now as the old key had from its creation.
+    expires_at: Moment | None = None
 
 
 class ApiKeyRead(msgspec.Struct):
@@ -27,6 +41,12 @@ class ApiKeyRead(msgspec.Struct):
     prefix: str
     created_at: datetime
     revoked_at: datetime | None
+    expires_at: datetime | None = None
+    last_used_at: datetime | None = None
+    # The key a rotation replaced this one with (it works until ``expires_at``).
+    replaced_by: uuid.UUID | None = None
+    # False for keys issued before tokens were signed: rotate them (decision 0035).
+    signed: bool = True
 
 
 class ApiKeyCreated(msgspec.Struct):

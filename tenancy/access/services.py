@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenancy.access.repositories import ApiKeyRepository, TenantRepository
-from tenancy.access.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead, TenantCreated
+from tenancy.access.repositories import ApiKeyRepository, SigningRepository, TenantRepository
+from tenancy.access.schemas import (
+    ApiKeyCreate,
+    ApiKeyCreated,
+    ApiKeyRead,
+    ApiKeyRotate,
+    TenantCreated,
+)
 from tenancy.access.tokens import digest, display_prefix, generate_token
 from tenancy.audit.log import SYSTEM, Actor, AuditLog
 from tenancy.enums import Role
-from tenancy.errors import ApiKeyNotFound
+from tenancy.errors import ApiKeyAlreadyRotated, ApiKeyNotFound, ApiKeySubjectRefused
+from tenancy.graph.repositories import CreatorRepository
 from tenancy.ids import ApiKeyId
-from tenancy.models import ApiKey
+from tenancy.models import ApiKey, Creator
+from tether.core.errors import InvalidInput
 from tether.core.ids import TenantId
+from tether.core.settings import AccessSettings
 
 
 def _read(key: ApiKey) -> ApiKeyRead:
@@ -24,30 +35,113 @@ def _read(key: ApiKey) -> ApiKeyRead:
         prefix=key.prefix,
         created_at=key.created_at,
         revoked_at=key.revoked_at,
+        expires_at=key.expires_at,
+        last_used_at=key.last_used_at,
+        replaced_by=key.replaced_by,
+        signed=key.signed,
     )
 
 
-class ApiKeyService:
-    """Issues and revokes a tenant's keys. The secret is returned once, stored hashed."""
+def _in_future(expires_at: datetime | None) -> None:
+    if expires_at is not None and expires_at <= datetime.now(UTC):
+        message = "must be in the future"
+        raise InvalidInput(
+            f"expires_at {message}", errors=[{"field": "expires_at", "message": message}]
+        )
 
-    def __init__(self, session: AsyncSession, tenant_id: TenantId, actor: Actor = SYSTEM) -> None:
+
+def _stamp(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+class ApiKeyService:
+    """Issues, rotates and revokes a tenant's keys. The secret is returned once, stored
+    hashed; every change is audited in the tenant's chain."""
+
+    def __init__(
+        self,
+        session: AsyncSession,
+        tenant_id: TenantId,
+        actor: Actor = SYSTEM,
+        settings: AccessSettings | None = None,
+    ) -> None:
         self._keys = ApiKeyRepository(session, tenant_id)
         self._session = session
         self._tenant_id = tenant_id
         self._audit = AuditLog(session)
         self._actor = actor
+        self._settings = settings or AccessSettings()
 
     async def issue(self, data: ApiKeyCreate) -> ApiKeyCreated:
-        token = generate_token()
-        key = await self._keys.add(
-            data.role, data.subject, data.name, display_prefix(token), digest(token)
-        )
-        await self._session.refresh(key)
-        detail = {"key_id": str(key.id), "role": key.role.value, "subject": key.subject}
+        await self._check_subject(data.role, data.subject)
+        _in_future(data.expires_at)
+        key, token = await self._add(data.role, data.subject, data.name, data.expires_at)
+        detail = {
+            "key_id": str(key.id),
+            "role": key.role.value,
+            "subject": key.subject,
+            "expires_at": _stamp(key.expires_at),
+        }
         await self._audit.record(
             self._tenant_id, self._actor, "key.issue", "api_key", detail=detail
         )
         return ApiKeyCreated(key=_read(key), token=token)
+
+    async def _check_subject(self, role: Role, subject: str | None) -> None:
+        """A creator key names an existing creator; an operator key names its pool
+        operator (free-form: pool operators have no registry); other roles name none."""
+        problem = None
+        if role in (Role.CREATOR, Role.OPERATOR) and subject is None:
+            problem = f"a {role.value} key needs a subject"
+        elif role not in (Role.CREATOR, Role.OPERATOR) and subject is not None:
+            problem = f"a {role.value} key has no subject (it would not narrow the key)"
+        elif role is Role.CREATOR and not await self._creator_exists(subject or ""):
+            problem = f"no creator with external id {subject!r} in this tenant"
+        if problem is not None:
+            raise ApiKeySubjectRefused(problem, errors=[{"field": "subject", "message": problem}])
+
+    async def _creator_exists(self, external_id: str) -> bool:
+        repository = CreatorRepository(self._session, self._tenant_id)
+        return bool(await repository.page(None, 1, Creator.external_id == external_id))
+
+    async def _add(
+        self, role: Role, subject: str | None, name: str, expires_at: datetime | None
+    ) -> tuple[ApiKey, str]:
+        token = generate_token((await SigningRepository(self._session).get()).secret)
+        key = await self._keys.add(
+            role, subject, name, display_prefix(token), digest(token), expires_at
+        )
+        await self._session.refresh(key)
+        return key, token
+
+    async def rotate(self, key_id: ApiKeyId, data: ApiKeyRotate) -> tuple[ApiKeyCreated, bytes]:
+        """A new key for the same role and subject; the old one keeps working for the
+        overlap (or until it expires, if sooner). Returns the old key's digest too."""
+        old = await self._keys.get_active(key_id)
+        if old is None:
+            raise ApiKeyNotFound(f"no active API key {key_id}")
+        if old.replaced_by is not None:
+            raise ApiKeyAlreadyRotated(f"API key {key_id} was rotated to {old.replaced_by}")
+        _in_future(data.expires_at)
+        now = datetime.now(UTC)
+        expires_at = data.expires_at
+        if expires_at is None and old.expires_at is not None:
+            expires_at = now + (old.expires_at - old.created_at)
+        new, token = await self._add(old.role, old.subject, old.name, expires_at)
+        overlap = data.overlap_seconds
+        if overlap is None:
+            overlap = self._settings.rotation_overlap_seconds
+        retired = await self._keys.retire(old.id, new.id, now + timedelta(seconds=overlap))
+        detail = {
+            "key_id": str(old.id),
+            "new_key_id": str(new.id),
+            "old_key_ends_at": _stamp(retired.expires_at),
+            "expires_at": _stamp(new.expires_at),
+        }
+        await self._audit.record(
+            self._tenant_id, self._actor, "key.rotate", "api_key", detail=detail
+        )
+        return ApiKeyCreated(key=_read(new), token=token), retired.key_hash
 
     async def list(self) -> list[ApiKeyRead]:
         return [_read(k) for k in await self._keys.list()]

@@ -91,3 +91,30 @@ def test_worker_without_urls_refuses_with_a_fix(tmp_path) -> None:
     result = _tether("worker", env={"TETHER_DATA_DIR": str(tmp_path)})
     assert result.returncode == 1
     assert "Fix:" in result.stderr
+
+
+def test_tenant_limits_shows_and_sets_the_allowance(settings: Settings) -> None:
+    env = _env(settings)
+    assert _tether("tenant", "create", "limits-cli", env=env).returncode == 0
+    shown = _tether("tenant", "limits", "limits-cli", env=env)
+    assert shown.returncode == 0, shown.stderr
+    default = settings.limits.turns_per_day
+    assert json.loads(shown.stdout)["limits"]["turns_per_day"]["allowance"] == default
+    allowed = _tether(
+        "tenant",
+        "limits",
+        "limits-cli",
+        "--allow",
+        "turns_per_day=7",
+        "--allow",
+        "memories=0",
+        env=env,
+    )
+    assert allowed.returncode == 0, allowed.stderr
+    limits = json.loads(allowed.stdout)["limits"]
+    assert limits["turns_per_day"] == {"value": 7, "allowance": 7, "chosen": None}
+    assert limits["memories"]["value"] == 0  # no limit
+    for bad in (["nobody"], ["limits-cli", "--allow", "turns=5"]):
+        refused = _tether("tenant", "limits", *bad, env=env)
+        assert refused.returncode == 1
+        assert "Fix:" in refused.stderr

@@ -28,7 +28,9 @@ from tether.core.resources import Resources
 pytestmark = pytest.mark.integration
 
 # Holds no tenant's data: the schema's revision (read by the health check).
-NOT_TENANT_DATA = {"alembic_version"}
+# The token-signing secret (migration 0018) belongs to the deployment, not to a tenant:
+# the service login may only read it.
+NOT_TENANT_DATA = {"alembic_version", "api_key_signing"}
 # Written by the scenario below for both tenants (recall_snapshots needs a relationship
 # larger than the scenario's; the test reads it all the same).
 POPULATED = {

@@ -13,7 +13,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from tether.core.database_errors import DatabaseUnavailable, database_unavailable
-from tether.core.errors import TetherError
+from tether.core.errors import TetherError, TooManyRequests
 from tether.core.logging import request_id_var
 from tether.core.text import PATTERN_MEANINGS
 
@@ -98,6 +98,8 @@ def handle_tether_error(_: Request[Any, Any, Any], exc: TetherError) -> Response
     response = problem(exc.status_code, exc.code, exc.title, exc.detail, exc.extra)
     if exc.retry_after is not None:
         response.headers["Retry-After"] = str(exc.retry_after)
+    if isinstance(exc, TooManyRequests):
+        response.headers.update(exc.headers)
     return response
 
 

@@ -3,6 +3,7 @@ RFC 9457 problem+json; the ``code`` is the stable, machine-readable part."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 
@@ -69,6 +70,25 @@ class PreconditionRequired(TetherError):
     status_code = 428
     code = "precondition_required"
     title = "This write needs an If-Match header"
+
+
+class TooManyRequests(TetherError):
+    """Over a rate limit or quota. ``retry_after``: seconds until a retry can succeed
+    (also in the body); ``headers``: more response headers (the RateLimit fields)."""
+
+    status_code = 429
+    code = "too_many_requests"
+    title = "Too many requests"
+
+    def __init__(
+        self,
+        detail: str,
+        retry_after: int,
+        headers: Mapping[str, str] | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(detail, retry_after=retry_after, **extra)
+        self.headers = {"Retry-After": str(retry_after), **(headers or {})}
 
 
 class WrongRegion(TetherError):

@@ -81,6 +81,19 @@ PROVIDER_ERRORS = meter.create_counter(
 AUDIT_WRITES = meter.create_counter(
     "tether.audit.writes", unit="{event}", description="Audit events appended, by decision"
 )
+LIMITS_REFUSED = meter.create_counter(
+    "tether.limits.refused", unit="{request}", description="Requests answered 429, by limit"
+)
+LIMITS_UNCHECKED = meter.create_counter(
+    "tether.limits.unchecked",
+    unit="{check}",
+    description="Limit checks skipped because Redis was away (the request was served)",
+)
+AUTH_FAILURES = meter.create_counter(
+    "tether.auth.failures",
+    unit="{request}",
+    description="Failed authentications by reason (malformed, forged, unknown, throttled)",
+)
 
 
 def record_request(method: str, route: str, status: int, seconds: float) -> None:

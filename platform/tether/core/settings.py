@@ -117,6 +117,41 @@ class AccessSettings(BaseModel):
     # changes replace the entry at once; the TTL only bounds a failure between a change's
     # commit and its cache write (see tether/profiles/consent_cache.py).
     consent_cache_seconds: int = Field(default=300, ge=1)
+    # An authenticated key is trusted this long per process: a key revoked or expired
+    # elsewhere stops working here within it (at once in the process that revoked it).
+    key_cache_seconds: float = Field(default=5.0, ge=0, le=60)
+    # A token that is signed correctly but unknown (or revoked) is answered 401 from
+    # memory this long, without asking Postgres again.
+    unknown_key_cache_seconds: float = Field(default=60.0, ge=0, le=3600)
+    # A key's last use is written at most this often per process (batched, off the
+    # request path).
+    last_used_resolution_seconds: float = Field(default=60.0, ge=1, le=3600)
+    # How long a rotated key keeps working when the rotation does not say.
+    rotation_overlap_seconds: int = Field(default=3600, ge=0, le=30 * 24 * 3600)
+    # Tokens issued before signed tokens (decision 0035) are looked up in Postgres while
+    # any exist; false refuses them without looking.
+    legacy_tokens: bool = True
+
+
+class LimitsSettings(BaseModel):
+    """Abuse limits (docs/limits-and-keys.md): each tenant's allowance unless the
+    operator gave it another (``tether tenant limits``); a tenant's admin may set lower
+    values. 0 means no limit."""
+
+    key_requests_per_second: int = Field(default=1000, ge=0)
+    tenant_requests_per_second: int = Field(default=2000, ge=0)
+    # Requests a key or tenant may send at once, as seconds of its rate (at least 1):
+    # beyond that its requests are spread out at its rate, never let through in bursts.
+    burst_seconds: float = Field(default=0.1, gt=0, le=60)
+    turns_per_day: int = Field(default=5_000_000, ge=0)
+    memories: int = Field(default=10_000_000, ge=0)
+    knowledge_bytes: int = Field(default=10 * 1024**3, ge=0)
+    # Stored memories and knowledge bytes are counted in Postgres at most this often per
+    # tenant; in between, Redis counts what the API adds (deletions show at the recount).
+    usage_recount_seconds: int = Field(default=60, ge=1, le=3600)
+    # Failed authentications one client address may make per minute before its failing
+    # requests are answered 429 (requests with a valid key are still served).
+    failed_auth_per_minute: int = Field(default=30, ge=1)
 
 
 class IngestSettings(BaseModel):
@@ -303,6 +338,7 @@ class Settings(BaseSettings):
     worker: WorkerSettings = WorkerSettings()
     identity: IdentitySettings = IdentitySettings()
     access: AccessSettings = AccessSettings()
+    limits: LimitsSettings = LimitsSettings()
     ingest: IngestSettings = IngestSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     llm: LlmSettings = LlmSettings()

@@ -47,6 +47,7 @@ def provide_knowledge_base_service(
 
 
 def provide_document_service(
+    state: State,
     db_session: NamedDependency[AsyncSession],
     principal: NamedDependency[Principal],
     resources: NamedDependency[Resources],
@@ -61,6 +62,7 @@ def provide_document_service(
         resources.tasks,
         settings.knowledge,
         resources.sessions,
+        state.quotas,
     )
 
 

@@ -9,6 +9,7 @@ import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 
 import anyio.to_thread
 from litestar.datastructures import UploadFile
@@ -16,6 +17,8 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tenancy.access.principal import Principal
+from tenancy.limits.quotas import Quotas
+from tenancy.limits.values import LimitName
 from tether.core.ids import TenantId, new_id
 from tether.core.pagination import decode_cursor, next_cursor
 from tether.core.settings import KnowledgeSettings
@@ -39,10 +42,12 @@ from tether.knowledge.repositories import (
 from tether.knowledge.schemas import DocumentStatus
 from tether.knowledge.services import KnowledgeBaseService
 from tether.knowledge.storage import DocumentStore, remove_quietly, storage_key
+from tether.knowledge.usage import stored_knowledge_bytes
 
 log = logging.getLogger(__name__)
 
 INDEX_TASK = "knowledge.index_document"
+KNOWLEDGE_BYTES = LimitName.KNOWLEDGE_BYTES
 _UNSAFE_NAME = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -113,6 +118,7 @@ class DocumentService:
         tasks: TaskQueue,
         limits: KnowledgeSettings,
         sessions: async_sessionmaker[AsyncSession],
+        quotas: Quotas,
     ) -> None:
         """``sessions``: for what is written after the request's transaction committed."""
         tenant = principal.tenant_id
@@ -123,6 +129,7 @@ class DocumentService:
         self._store = store
         self._tasks = tasks
         self._limits = limits
+        self._quotas = quotas
         self._documents = DocumentRepository(session, tenant)
         self._chunks = ChunkRepository(session, tenant)
         self._base_rows = KnowledgeBaseRepository(session, tenant)
@@ -137,13 +144,23 @@ class DocumentService:
         existing = await self._documents.by_sha256(base.id, found.sha256)
         if existing is not None:
             return read_document(existing), False
+        tenant = self._principal.tenant_id
+        recount = partial(stored_knowledge_bytes, self._session, tenant)
+        async with self._quotas.hold(tenant, KNOWLEDGE_BYTES, len(data), recount) as held:
+            document, created = await self._store_new(base.id, filename, data, found)
+            held.settle(len(data) if created else 0)
+        return read_document(document), created
+
+    async def _store_new(
+        self, base_id: uuid.UUID, filename: str, data: bytes, found: Inspected
+    ) -> tuple[KnowledgeDocument, bool]:
         document_id = new_id()
-        key = storage_key(self._principal.tenant_id, base.id, document_id)
+        key = storage_key(self._principal.tenant_id, base_id, document_id)
         try:
             async with self._session.begin_nested():
                 document = await self._documents.add(
                     id=document_id,
-                    knowledge_base_id=base.id,
+                    knowledge_base_id=base_id,
                     filename=filename,
                     kind=found.kind.value,
                     media_type=MEDIA_TYPES[found.kind],
@@ -155,16 +172,16 @@ class DocumentService:
                     uploaded_by_key_id=self._principal.key_id,
                 )
         except IntegrityError:  # the same file, uploaded concurrently
-            raced = await self._documents.by_sha256(base.id, found.sha256)
+            raced = await self._documents.by_sha256(base_id, found.sha256)
             if raced is None:
                 raise
-            return read_document(raced), False
+            return raced, False
         # Stored before commit so the worker always finds it; a rolled-back request
         # leaves an orphan file behind, never a document without its file.
         await anyio.to_thread.run_sync(self._store.put, key, data)
         await self._session.refresh(document)
         self._index_after_commit(document.id, document.generation)
-        return read_document(document), True
+        return document, True
 
     def _index_after_commit(self, document_id: uuid.UUID, generation: int) -> None:
         tenant = self._principal.tenant_id

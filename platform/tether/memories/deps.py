@@ -33,5 +33,6 @@ def provide_memory_service(
         embedder,
         store.invalidate,
         settings,
+        state.quotas,
         state.privacy_filters,
     )

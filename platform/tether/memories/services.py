@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 from sqlalchemy import ColumnElement
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -14,6 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.principal import Principal
 from tenancy.ids import RelationshipScope
+from tenancy.limits.quotas import Quotas
+from tenancy.limits.values import LimitName
 from tenancy.relationships.directory import RelationshipDirectory
 from tether.core.pagination import decode_cursor, next_cursor
 from tether.core.settings import Settings
@@ -28,6 +31,7 @@ from tether.memories.repositories import (
     MemoryVersionRepository,
     active_now,
 )
+from tether.memories.usage import stored_memories
 from tether.memories.writer import Invalidate, MemoryWriter, NewMemory
 from tether.privacy.filter import PrivacyFilter
 from tether.privacy.tenant_filters import TenantFilters
@@ -35,6 +39,7 @@ from tether.providers.base import EmbeddingProvider
 from tether.turns.repositories import TurnRepository
 
 PRIVATE = "relationship_memory:private"
+MEMORIES = LimitName.MEMORIES
 _FUTURE_SKEW = timedelta(minutes=5)
 
 
@@ -100,6 +105,7 @@ class MemoryService:
         embedder: EmbeddingProvider,
         invalidate: Invalidate,
         settings: Settings,
+        quotas: Quotas,
         privacy: TenantFilters | None = None,
     ) -> None:
         self._session = session
@@ -109,6 +115,7 @@ class MemoryService:
         self._embedder = embedder
         self._invalidate = invalidate
         self._settings = settings
+        self._quotas = quotas
         self._privacy = privacy or TenantFilters(settings.identity.tenant_settings_ttl_seconds)
 
     async def _scope(self, relationship_id: uuid.UUID) -> RelationshipScope:
@@ -270,7 +277,10 @@ class MemoryService:
             for item in items
         ]
         writer = self._writer(scope)
-        inserted = await writer.create(new, reason="created through the API")
+        recount = partial(stored_memories, self._session, scope.tenant_id)
+        async with self._quotas.hold(scope.tenant_id, MEMORIES, len(new), recount) as held:
+            inserted = await writer.create(new, reason="created through the API")
+            held.settle(len(inserted))
         existing = await MemoryRepository(self._session, scope).by_external_ids(
             [n.external_id for n in new if n.id not in inserted and n.external_id]
         )

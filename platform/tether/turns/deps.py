@@ -26,7 +26,13 @@ def provide_ingest_service(
     filters: TenantFilters = state.privacy_filters
     claims: TurnClaims = state.turn_claims
     return IngestService(
-        db_session, relationship_directory, claims, resources.tasks, filters, settings
+        db_session,
+        relationship_directory,
+        claims,
+        resources.tasks,
+        filters,
+        settings,
+        state.quotas,
     )
 
 

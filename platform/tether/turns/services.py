@@ -13,9 +13,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.enums import PrivacyMode
 from tenancy.ids import RelationshipScope
+from tenancy.limits.quotas import Quotas
+from tenancy.limits.values import LimitName
 from tenancy.relationships.directory import RelationshipCard, RelationshipDirectory
 from tether.core.database_errors import DATABASE_ERRORS
-from tether.core.ids import new_id
+from tether.core.ids import TenantId, new_id
 from tether.core.instruments import count_ingest
 from tether.core.pagination import decode_cursor, next_cursor
 from tether.core.settings import Settings
@@ -39,6 +41,7 @@ from tether.turns.validation import validate_batch
 log = logging.getLogger(__name__)
 
 PERSIST_TASK = "turns.persist"
+TURNS_PER_DAY = LimitName.TURNS_PER_DAY
 
 
 def persist_args(scope: RelationshipScope, turns: Sequence[PendingTurn]) -> list[object]:
@@ -64,6 +67,7 @@ class IngestService:
         tasks: TaskQueue,
         filters: TenantFilters,
         settings: Settings,
+        quotas: Quotas,
     ) -> None:
         self._session = session
         self._directory = directory
@@ -71,6 +75,7 @@ class IngestService:
         self._tasks = tasks
         self._filters = filters
         self._settings = settings
+        self._quotas = quotas
 
     @traced("ingest")
     async def ingest(self, relationship_id: uuid.UUID, batch: TurnBatch) -> TurnBatchResult:
@@ -82,12 +87,18 @@ class IngestService:
             dropped = [TurnResult(i, "dropped", None, []) for i in range(len(batch.turns))]
             count_ingest((r.status for r in dropped), degraded)
             return TurnBatchResult(dropped, stored=False, degraded=degraded)
-        privacy = await self._filters.for_tenant(self._session, card.tenant_id)
-        pending = await self._prepare(batch, privacy, now)
-        originals = await self._claim(card, pending, degraded)
-        accepted = [t for t, original in zip(pending, originals, strict=True) if original is None]
-        if accepted:
-            await self._make_durable(card, accepted, originals, pending, degraded)
+        # Duplicates and a failed request give their share of the day's quota back.
+        tenant = TenantId(card.tenant_id)
+        async with self._quotas.hold(tenant, TURNS_PER_DAY, len(batch.turns)) as held:
+            privacy = await self._filters.for_tenant(self._session, card.tenant_id)
+            pending = await self._prepare(batch, privacy, now)
+            originals = await self._claim(card, pending, degraded)
+            accepted = [
+                t for t, original in zip(pending, originals, strict=True) if original is None
+            ]
+            held.settle(len(accepted))
+            if accepted:
+                await self._make_durable(card, accepted, originals, pending, degraded)
         results = [
             TurnResult(
                 i,
