@@ -19,6 +19,9 @@ async def tenant(make_tenant):
 
 
 async def test_a_new_key_is_shown_once_works_and_revoking_it_ends_its_sessions(client, tenant):
+    # A creator key names a registered creator.
+    studio = {"external_id": "studio-1"}
+    assert (await client.post("/v1/creators", json=studio, headers=tenant.admin)).status_code == 201
     admin = await signed_in(client, token_of(tenant.admin))
     created = await admin.post(
         "/console/admin/keys",

@@ -102,10 +102,19 @@ async def test_revoking_the_key_ends_its_console_sessions(client, tenant) -> Non
 async def test_a_session_ends_after_its_idle_time_and_its_lifetime(resources, tenant) -> None:
     redis: Redis = resources.redis
     from tenancy.access.authenticator import Authenticator
+    from tenancy.access.failures import FailedAuthentications
+    from tenancy.access.key_usage import KeyUsage
     from tenancy.access.tokens import digest
 
     token = token_of(tenant.admin)
-    principal = await Authenticator(resources.sessions).authenticate(token)
+    access = resources.settings.access
+    authenticator = Authenticator(
+        resources.sessions,
+        access,
+        FailedAuthentications(redis, 1_000_000),
+        KeyUsage(resources.sessions, access.last_used_resolution_seconds),
+    )
+    principal = await authenticator.authenticate(token)
     idle = SessionStore(redis, ConsoleSettings(session_idle_minutes=1 / 60))  # one second
     cookie, _ = await idle.create(principal, digest(token), "test")
     assert await idle.load(cookie) is not None

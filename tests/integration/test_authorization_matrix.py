@@ -91,6 +91,9 @@ TABLE: dict[tuple[str, str], Route] = {
     ("GET", "/v1/api-keys"): Route("ADDDD"),
     ("POST", "/v1/api-keys"): Route("ADDDD", body(lambda s: {"role": "gateway"})),
     ("DELETE", "/v1/api-keys/{key_id:uuid}"): Route("ADDDD", fresh="key"),
+    ("POST", "/v1/api-keys/{key_id:uuid}/rotate"): Route("ADDDD", fresh="key"),
+    ("GET", "/v1/tenant/limits"): Route("ADDDD"),
+    ("PUT", "/v1/tenant/limits"): Route("ADDDD", body(lambda s: {"turns_per_day": 1000})),
     ("POST", "/v1/resolve"): Route(
         "AADDD",
         body(

@@ -13,8 +13,11 @@ from __future__ import annotations
 import copy
 import inspect
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
+
+import msgspec
 
 from litestar import Litestar, Request, Router
 from litestar.handlers import HTTPRouteHandler
@@ -172,6 +175,7 @@ def complete(base: dict[str, Any], handlers: dict[str, HTTPRouteHandler]) -> dic
     """A copy of ``base`` with summaries, descriptions and problem responses."""
     doc = copy.deepcopy(base)
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    restore_zero_minimums(schemas, handlers.values())
     schemas["Problem"] = PROBLEM_SCHEMA
     schemas["FieldError"] = FIELD_ERROR_SCHEMA
     for item in doc.get("paths", {}).values():
@@ -180,6 +184,27 @@ def complete(base: dict[str, Any], handlers: dict[str, HTTPRouteHandler]) -> dic
                 handler = handlers.get(operation.get("operationId", ""))
                 _complete_operation(operation, handler)
     return doc
+
+
+def restore_zero_minimums(schemas: dict[str, Any], handlers: Iterable[HTTPRouteHandler]) -> None:
+    """Put back the ``minimum: 0`` Litestar drops from optional numbers of request
+    bodies (it tests the bound for truth), taking the bounds from msgspec's own schema."""
+    bodies = set()
+    for handler in handlers:
+        data = handler.parsed_fn_signature.parameters.get("data")
+        if data is not None:
+            bodies |= {t for t in get_args(data.annotation) or (data.annotation,) if _struct(t)}
+    _, components = msgspec.json.schema_components(sorted(bodies, key=str))
+    for name, exact in components.items():
+        ours = schemas.get(name, {}).get("properties", {})
+        for field, spec in exact.get("properties", {}).items():
+            for branch in spec.get("anyOf", []):
+                if branch.get("minimum") == 0 and field in ours:
+                    ours[field].setdefault("minimum", 0)
+
+
+def _struct(annotation: object) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, msgspec.Struct)
 
 
 def _complete_operation(operation: dict[str, Any], handler: HTTPRouteHandler | None) -> None:

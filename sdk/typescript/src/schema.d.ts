@@ -89,6 +89,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api-keys/{key_id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate API key
+         * @description Issue a replacement (same role and subject); the old token keeps working for
+         *     ``overlap_seconds``. The new token is shown in this answer only.
+         */
+        post: operations["RotateApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/audit": {
         parameters: {
             query?: never;
@@ -930,6 +951,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenant/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get tenant limits
+         * @description Each limit in force, the most this tenant is allowed, and what it chose.
+         */
+        get: operations["GetTenantLimits"];
+        /**
+         * Put tenant limits
+         * @description Replace the tenant's own limits (each at most its allowance; null: the
+         *     allowance). This process applies them at once, others within
+         *     ``TETHER_IDENTITY__TENANT_SETTINGS_TTL_SECONDS``.
+         */
+        put: operations["PutTenantLimits"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tenant/privacy-patterns": {
         parameters: {
             query?: never;
@@ -1142,6 +1189,7 @@ export interface components {
     schemas: {
         /** ApiKeyCreate */
         ApiKeyCreate: {
+            expires_at?: string | null;
             /** @default  */
             name?: string;
             role: components["schemas"]["Role"];
@@ -1156,13 +1204,23 @@ export interface components {
         ApiKeyRead: {
             /** Format: date-time */
             created_at: string;
+            expires_at?: string | null;
             /** Format: uuid */
             id: string;
+            last_used_at?: string | null;
             name: string;
             prefix: string;
+            replaced_by?: string | null;
             revoked_at: string | null;
             role: components["schemas"]["Role"];
+            /** @default true */
+            signed?: boolean;
             subject: string | null;
+        };
+        /** ApiKeyRotate */
+        ApiKeyRotate: {
+            expires_at?: string | null;
+            overlap_seconds?: number | null;
         };
         /** AuditEventRead */
         AuditEventRead: {
@@ -1536,6 +1594,12 @@ export interface components {
             timings_ms: {
                 [key: string]: number;
             };
+        };
+        /** LimitRead */
+        LimitRead: {
+            allowance: number;
+            chosen: number | null;
+            value: number;
         };
         /** MemoryBatchCreate */
         MemoryBatchCreate: {
@@ -1973,6 +2037,22 @@ export interface components {
             items: components["schemas"]["StoredTurn"][];
             next_cursor: string | null;
         };
+        /** TenantLimitsRead */
+        TenantLimitsRead: {
+            key_requests_per_second: components["schemas"]["LimitRead"];
+            knowledge_bytes: components["schemas"]["LimitRead"];
+            memories: components["schemas"]["LimitRead"];
+            tenant_requests_per_second: components["schemas"]["LimitRead"];
+            turns_per_day: components["schemas"]["LimitRead"];
+        };
+        /** TenantLimitsUpdate */
+        TenantLimitsUpdate: {
+            key_requests_per_second?: number | null;
+            knowledge_bytes?: number | null;
+            memories?: number | null;
+            tenant_requests_per_second?: number | null;
+            turns_per_day?: number | null;
+        };
         /** TenantPolicyRule */
         TenantPolicyRule: {
             /** @enum {string} */
@@ -2294,6 +2374,112 @@ export interface operations {
             };
             /** @description No such object, or one out of this key's reach: both answer 404 (`*_not_found`). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The tenant's data lives in another region; this deployment refuses its writes (`wrong_region`). */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    RotateApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyRotate"] | null;
+            };
+        };
+        responses: {
+            /** @description Document created, URL follows */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyCreated"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such object, or one out of this key's reach: both answer 404 (`*_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than this deployment accepts (`payload_too_large`). */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7338,6 +7524,165 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ResolveResponse"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than this deployment accepts (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The tenant's data lives in another region; this deployment refuses its writes (`wrong_region`). */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    GetTenantLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantLimitsRead"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    PutTenantLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TenantLimitsUpdate"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantLimitsRead"];
                 };
             };
             /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */

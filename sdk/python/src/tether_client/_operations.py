@@ -67,6 +67,31 @@ RevokeApiKey: Operation[None] = Operation(
 )
 
 
+class RotateApiKeyParams(msgspec.Struct, kw_only=True):
+    key_id: Annotated[
+        str,
+        msgspec.Meta(
+            pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        ),
+    ]
+
+
+RotateApiKey: Operation[m.ApiKeyCreated] = Operation(
+    op_id="RotateApiKey",
+    method="POST",
+    path="/v1/api-keys/{key_id}/rotate",
+    params=RotateApiKeyParams,
+    where={"key_id": "path"},
+    wire_names={},
+    body=None,
+    body_kind="json",
+    response=m.ApiKeyCreated,
+    response_kind="json",
+    idempotency=None,
+    retry="unsent",
+)
+
+
 class ExportAuditEventsParams(msgspec.Struct, kw_only=True):
     action: (
         Annotated[
@@ -779,6 +804,38 @@ UploadDocument: Operation[m.DocumentRead] = Operation(
     response_kind="json",
     idempotency=None,
     retry="unsent",
+)
+
+
+GetTenantLimits: Operation[m.TenantLimitsRead] = Operation(
+    op_id="GetTenantLimits",
+    method="GET",
+    path="/v1/tenant/limits",
+    params=None,
+    where={},
+    wire_names={},
+    body=None,
+    body_kind="none",
+    response=m.TenantLimitsRead,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
+PutTenantLimits: Operation[m.TenantLimitsRead] = Operation(
+    op_id="PutTenantLimits",
+    method="PUT",
+    path="/v1/tenant/limits",
+    params=None,
+    where={},
+    wire_names={},
+    body=m.TenantLimitsUpdate,
+    body_kind="json",
+    response=m.TenantLimitsRead,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
 )
 
 
@@ -1965,6 +2022,7 @@ OPERATIONS: dict[str, Operation[Any]] = {
     "GetPrivacyPatterns": GetPrivacyPatterns,
     "GetReadiness": GetReadiness,
     "GetRelationship": GetRelationship,
+    "GetTenantLimits": GetTenantLimits,
     "GetTenantPolicies": GetTenantPolicies,
     "GetUser": GetUser,
     "IngestTurns": IngestTurns,
@@ -1989,11 +2047,13 @@ OPERATIONS: dict[str, Operation[Any]] = {
     "PutGlobalProfileField": PutGlobalProfileField,
     "PutPersonaProfile": PutPersonaProfile,
     "PutPrivacyPatterns": PutPrivacyPatterns,
+    "PutTenantLimits": PutTenantLimits,
     "PutTenantPolicies": PutTenantPolicies,
     "QueryKnowledgeBase": QueryKnowledgeBase,
     "ReindexDocument": ReindexDocument,
     "Resolve": Resolve,
     "RevokeApiKey": RevokeApiKey,
+    "RotateApiKey": RotateApiKey,
     "SearchMemories": SearchMemories,
     "TransferRelationship": TransferRelationship,
     "UnbindKnowledgeBase": UnbindKnowledgeBase,

@@ -23,6 +23,7 @@ class ApiKeysResource(SyncResource):
         self,
         *,
         role: m.Role,
+        expires_at: datetime | None | NotGiven = NOT_GIVEN,
         name: str | NotGiven = NOT_GIVEN,
         subject: str | None | NotGiven = NOT_GIVEN,
         timeout: float | None | NotGiven = NOT_GIVEN,
@@ -32,7 +33,10 @@ class ApiKeysResource(SyncResource):
         Issue a key for a role; the token is shown in this answer only.
         """
         return self._core.call(
-            ops.CreateApiKey, {}, {"role": role, "name": name, "subject": subject}, timeout
+            ops.CreateApiKey,
+            {},
+            {"role": role, "expires_at": expires_at, "name": name, "subject": subject},
+            timeout,
         )
 
     def list(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> list[m.ApiKeyRead]:
@@ -48,6 +52,16 @@ class ApiKeysResource(SyncResource):
         Revoke a key; it stops authenticating at once on this server.
         """
         return self._core.call(ops.RevokeApiKey, {"key_id": key_id}, None, timeout)
+
+    def rotate(
+        self, key_id: str, *, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.ApiKeyCreated:
+        """Rotate API key.
+
+        Issue a replacement (same role and subject); the old token keeps working for
+        ``overlap_seconds``. The new token is shown in this answer only.
+        """
+        return self._core.call(ops.RotateApiKey, {"key_id": key_id}, None, timeout)
 
 
 class AuditResource(SyncResource):
@@ -533,6 +547,44 @@ class KnowledgeResource(SyncResource):
             file,
             filename,
             content_type,
+            timeout,
+        )
+
+
+class LimitsResource(SyncResource):
+    def get(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.TenantLimitsRead:
+        """Get tenant limits.
+
+        Each limit in force, the most this tenant is allowed, and what it chose.
+        """
+        return self._core.call(ops.GetTenantLimits, {}, None, timeout)
+
+    def put(
+        self,
+        *,
+        key_requests_per_second: int | None | NotGiven = NOT_GIVEN,
+        knowledge_bytes: int | None | NotGiven = NOT_GIVEN,
+        memories: int | None | NotGiven = NOT_GIVEN,
+        tenant_requests_per_second: int | None | NotGiven = NOT_GIVEN,
+        turns_per_day: int | None | NotGiven = NOT_GIVEN,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.TenantLimitsRead:
+        """Put tenant limits.
+
+        Replace the tenant's own limits (each at most its allowance; null: the allowance).
+        This process applies them at once, others within
+        ``TETHER_IDENTITY__TENANT_SETTINGS_TTL_SECONDS``.
+        """
+        return self._core.call(
+            ops.PutTenantLimits,
+            {},
+            {
+                "key_requests_per_second": key_requests_per_second,
+                "knowledge_bytes": knowledge_bytes,
+                "memories": memories,
+                "tenant_requests_per_second": tenant_requests_per_second,
+                "turns_per_day": turns_per_day,
+            },
             timeout,
         )
 
@@ -1329,6 +1381,7 @@ class SyncResources:
         self.global_profile = GlobalProfileResource(core)
         self.health = HealthResource(core)
         self.knowledge = KnowledgeResource(core)
+        self.limits = LimitsResource(core)
         self.memories = MemoriesResource(core)
         self.personas = PersonasResource(core)
         self.policies = PoliciesResource(core)
@@ -1343,6 +1396,7 @@ class AsyncApiKeysResource(AsyncResource):
         self,
         *,
         role: m.Role,
+        expires_at: datetime | None | NotGiven = NOT_GIVEN,
         name: str | NotGiven = NOT_GIVEN,
         subject: str | None | NotGiven = NOT_GIVEN,
         timeout: float | None | NotGiven = NOT_GIVEN,
@@ -1352,7 +1406,10 @@ class AsyncApiKeysResource(AsyncResource):
         Issue a key for a role; the token is shown in this answer only.
         """
         return await self._core.call(
-            ops.CreateApiKey, {}, {"role": role, "name": name, "subject": subject}, timeout
+            ops.CreateApiKey,
+            {},
+            {"role": role, "expires_at": expires_at, "name": name, "subject": subject},
+            timeout,
         )
 
     async def list(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> list[m.ApiKeyRead]:
@@ -1368,6 +1425,16 @@ class AsyncApiKeysResource(AsyncResource):
         Revoke a key; it stops authenticating at once on this server.
         """
         return await self._core.call(ops.RevokeApiKey, {"key_id": key_id}, None, timeout)
+
+    async def rotate(
+        self, key_id: str, *, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.ApiKeyCreated:
+        """Rotate API key.
+
+        Issue a replacement (same role and subject); the old token keeps working for
+        ``overlap_seconds``. The new token is shown in this answer only.
+        """
+        return await self._core.call(ops.RotateApiKey, {"key_id": key_id}, None, timeout)
 
 
 class AsyncAuditResource(AsyncResource):
@@ -1857,6 +1924,44 @@ class AsyncKnowledgeResource(AsyncResource):
             file,
             filename,
             content_type,
+            timeout,
+        )
+
+
+class AsyncLimitsResource(AsyncResource):
+    async def get(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.TenantLimitsRead:
+        """Get tenant limits.
+
+        Each limit in force, the most this tenant is allowed, and what it chose.
+        """
+        return await self._core.call(ops.GetTenantLimits, {}, None, timeout)
+
+    async def put(
+        self,
+        *,
+        key_requests_per_second: int | None | NotGiven = NOT_GIVEN,
+        knowledge_bytes: int | None | NotGiven = NOT_GIVEN,
+        memories: int | None | NotGiven = NOT_GIVEN,
+        tenant_requests_per_second: int | None | NotGiven = NOT_GIVEN,
+        turns_per_day: int | None | NotGiven = NOT_GIVEN,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.TenantLimitsRead:
+        """Put tenant limits.
+
+        Replace the tenant's own limits (each at most its allowance; null: the allowance).
+        This process applies them at once, others within
+        ``TETHER_IDENTITY__TENANT_SETTINGS_TTL_SECONDS``.
+        """
+        return await self._core.call(
+            ops.PutTenantLimits,
+            {},
+            {
+                "key_requests_per_second": key_requests_per_second,
+                "knowledge_bytes": knowledge_bytes,
+                "memories": memories,
+                "tenant_requests_per_second": tenant_requests_per_second,
+                "turns_per_day": turns_per_day,
+            },
             timeout,
         )
 
@@ -2659,6 +2764,7 @@ class AsyncResources:
         self.global_profile = AsyncGlobalProfileResource(core)
         self.health = AsyncHealthResource(core)
         self.knowledge = AsyncKnowledgeResource(core)
+        self.limits = AsyncLimitsResource(core)
         self.memories = AsyncMemoriesResource(core)
         self.personas = AsyncPersonasResource(core)
         self.policies = AsyncPoliciesResource(core)

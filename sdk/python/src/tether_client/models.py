@@ -11,6 +11,7 @@ __all__ = [
     "ApiKeyCreate",
     "ApiKeyCreated",
     "ApiKeyRead",
+    "ApiKeyRotate",
     "AuditEventRead",
     "AuditPage",
     "AuditVerification",
@@ -55,6 +56,7 @@ __all__ = [
     "KnowledgeBaseUpdate",
     "KnowledgeQuery",
     "KnowledgeQueryResponse",
+    "LimitRead",
     "MemoryBatchCreate",
     "MemoryBatchResult",
     "MemoryCreate",
@@ -105,6 +107,8 @@ __all__ = [
     "SourceTurn",
     "StoredTurn",
     "StoredTurnPage",
+    "TenantLimitsRead",
+    "TenantLimitsUpdate",
     "TenantPolicyRule",
     "TenantPolicyRules",
     "TransferRequest",
@@ -121,6 +125,7 @@ __all__ = [
 
 class ApiKeyCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
     role: Role
+    expires_at: datetime | None = msgspec.field(default=None)
     name: Annotated[str, msgspec.Meta(max_length=128, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")] = (
         msgspec.field(default="")
     )
@@ -145,6 +150,17 @@ class ApiKeyRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     revoked_at: datetime | None
     role: Role
     subject: str | None
+    expires_at: datetime | None = msgspec.field(default=None)
+    last_used_at: datetime | None = msgspec.field(default=None)
+    replaced_by: str | None = msgspec.field(default=None)
+    signed: bool = msgspec.field(default=True)
+
+
+class ApiKeyRotate(msgspec.Struct, kw_only=True, omit_defaults=True):
+    expires_at: datetime | None = msgspec.field(default=None)
+    overlap_seconds: Annotated[int, msgspec.Meta(ge=0, le=2592000)] | None = msgspec.field(
+        default=None
+    )
 
 
 class AuditEventRead(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -532,6 +548,12 @@ class KnowledgeQueryResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     timings_ms: dict[str, float]
 
 
+class LimitRead(msgspec.Struct, kw_only=True, omit_defaults=True):
+    allowance: int
+    chosen: int | None
+    value: int
+
+
 class MemoryBatchCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
     memories: Annotated[list[MemoryCreate], msgspec.Meta(max_length=1000)]
 
@@ -631,7 +653,7 @@ class MemoryUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
         Annotated[str, msgspec.Meta(max_length=32000, min_length=1, pattern="^[^\\x00]*$")] | None
     ) = msgspec.field(default=None)
     expires_at: datetime | None = msgspec.field(default=None)
-    importance: Annotated[float, msgspec.Meta(le=1.0)] | None = msgspec.field(default=None)
+    importance: Annotated[float, msgspec.Meta(ge=0, le=1.0)] | None = msgspec.field(default=None)
     memory_type: MemoryType | None = msgspec.field(default=None)
     object: Annotated[str, msgspec.Meta(max_length=256, pattern="^[^\\x00]*$")] | None = (
         msgspec.field(default=None)
@@ -949,6 +971,32 @@ class StoredTurn(msgspec.Struct, kw_only=True, omit_defaults=True):
 class StoredTurnPage(msgspec.Struct, kw_only=True, omit_defaults=True):
     items: list[StoredTurn]
     next_cursor: str | None
+
+
+class TenantLimitsRead(msgspec.Struct, kw_only=True, omit_defaults=True):
+    key_requests_per_second: LimitRead
+    knowledge_bytes: LimitRead
+    memories: LimitRead
+    tenant_requests_per_second: LimitRead
+    turns_per_day: LimitRead
+
+
+class TenantLimitsUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+    key_requests_per_second: Annotated[int, msgspec.Meta(ge=1, le=1000000000000000)] | None = (
+        msgspec.field(default=None)
+    )
+    knowledge_bytes: Annotated[int, msgspec.Meta(ge=1, le=1000000000000000)] | None = msgspec.field(
+        default=None
+    )
+    memories: Annotated[int, msgspec.Meta(ge=1, le=1000000000000000)] | None = msgspec.field(
+        default=None
+    )
+    tenant_requests_per_second: Annotated[int, msgspec.Meta(ge=1, le=1000000000000000)] | None = (
+        msgspec.field(default=None)
+    )
+    turns_per_day: Annotated[int, msgspec.Meta(ge=1, le=1000000000000000)] | None = msgspec.field(
+        default=None
+    )
 
 
 class TenantPolicyRule(msgspec.Struct, kw_only=True, omit_defaults=True):
