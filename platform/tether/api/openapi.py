@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, get_args
 
 import msgspec
-
 from litestar import Litestar, Request, Router
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi import OpenAPIConfig
