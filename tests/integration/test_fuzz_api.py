@@ -133,7 +133,11 @@ async def _objects(
         )
     )
     key = await _ok(
-        await client.post("/v1/api-keys", json={"role": "operator", "name": name}, headers=admin)
+        await client.post(
+            "/v1/api-keys",
+            json={"role": "operator", "subject": "pool-1", "name": name},
+            headers=admin,
+        )
     )
     return {
         "relationship_id": rid,
