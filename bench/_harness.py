@@ -26,10 +26,10 @@ from sqlalchemy import text
 from tenancy.access.schemas import ApiKeyCreate
 from tenancy.access.services import ApiKeyService, TenantService
 from tenancy.enums import Role
+from tether.core import migrations
 from tether.core.database import create_engine, create_session_factory, transaction
 from tether.core.ids import TenantId
 from tether.core.settings import Settings
-from tether.runtime import migrate
 from tether.runtime.embedded_postgres import EmbeddedPostgres, default_shared_buffers_mb
 from tether.runtime.embedded_redis import EmbeddedRedis
 
@@ -58,7 +58,7 @@ def services(shared_buffers_mb: int | None = None) -> Iterator[tuple[str, str]]:
             database_url = postgres.start()
             redis_url = redis.start()
             os.environ[HOT_REDIS_VARIABLE] = hot.start()
-            migrate.upgrade(database_url)
+            migrations.upgrade(database_url)
             yield database_url, redis_url
         finally:
             os.environ.pop(HOT_REDIS_VARIABLE, None)

@@ -102,7 +102,7 @@ from tether.core.database import create_engine
 from tether.core.ids import TenantId
 from tether.core.settings import Settings
 from tether.providers.offline import MODEL_DIMENSION, MODEL_NAME, OfflineEmbeddingProvider
-from tether.recall.hot import partition_keys
+from tether.recall.versions import partition_keys
 from tether.recall.text import tokenize, warm_up
 from tether.runtime.embedded_postgres import default_shared_buffers_mb
 

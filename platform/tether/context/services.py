@@ -27,17 +27,16 @@ from tether.context.schemas import (
     ContextResponse,
     SectionBudget,
 )
+from tether.context.tokens import truncate_to_tokens
 from tether.core.errors import Forbidden
 from tether.core.settings import Settings
 from tether.core.telemetry import traced
 from tether.knowledge.engine import KnowledgeResult
-from tether.memories.services import may_see_private
 from tether.personas.schemas import PersonaProfileRead
 from tether.personas.services import PersonaProfileReader
 from tether.profiles.models import GlobalProfileField
 from tether.profiles.services import ConsentedProfile
-from tether.recall.services import Recall, Recalled
-from tether.recall.tokens import truncate_to_tokens
+from tether.recall.services import Recall, Recalled, may_see_private
 from tether.turns.claims import WorkingMemoryEntry
 from tether.turns.working_memory import WorkingMemory
 

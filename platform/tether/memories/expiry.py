@@ -13,8 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from tenancy.ids import RelationshipId, RelationshipScope
 from tether.core.database import transaction
 from tether.core.ids import TenantId
-from tether.memories.models import Memory
 from tether.memories.writer import Invalidate, MemoryWriter
+from tether.recall.models import Memory
 
 BATCH = 500
 

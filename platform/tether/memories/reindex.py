@@ -19,9 +19,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from tenancy.ids import RelationshipId, RelationshipScope
 from tether.core.database import transaction
 from tether.core.ids import TenantId
-from tether.memories.models import Memory
 from tether.memories.writer import Invalidate
 from tether.providers.base import EmbeddingProvider
+from tether.recall.models import Memory
 from tether.recall.text import tokenize
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import msgspec
 
-from tether.memories.enums import MemoryLayer, MemoryType
+from tether.recall.enums import MemoryLayer, MemoryType
 
 Query = Annotated[str, msgspec.Meta(min_length=1, max_length=2000)]
 

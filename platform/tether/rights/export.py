@@ -14,8 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tenancy.models import GlobalUser, Relationship, UserFacet
 from tether.core.ids import TenantId
-from tether.memories.models import Memory, MemoryVersion
+from tether.memories.models import MemoryVersion
 from tether.profiles.models import ConsentRecord, GlobalProfileField
+from tether.recall.models import Memory
 from tether.turns.models import Turn
 
 BATCH = 1000
