@@ -35,8 +35,8 @@ types: install ## mypy --strict on our packages
 imports: install ## layering contracts (import-linter)
 	$(VENV)/bin/lint-imports
 
-bench: install ## the benchmarks (minutes each; results and commands in docs/benchmarks.md)
-	cd bench && ../$(PY) resolve.py
+bench: install ## the quick benchmark set (~10 min), then its table (full runs: docs/benchmarks.md)
+	cd bench && ../$(PY) quick.py
 
 migration: install ## autogenerate a migration: make migration name=add_things (needs TETHER_DATABASE_URL)
 	$(VENV)/bin/alembic revision --autogenerate -m "$(name)"

@@ -51,7 +51,7 @@ def _code(column: str, known: type[StrEnum]) -> str:
 
 
 # What a read for one query sends of a memory apart from its distance to the query, in
-# the order of tether.recall.wire.QUERY_ROW (decision 0018): Postgres keeps it in the row
+# the order of tether.recall.wire.QUERY_ROW (decision 0030): Postgres keeps it in the row
 # as a generated column, since computing it for each memory on every cold read was half
 # of that read's statement. Times are big-endian microseconds since 2000 (their binary
 # form), NULL as the int64 extreme that sorts the same way (wire.NEVER_*).
@@ -133,7 +133,7 @@ class Memory(Base):
             postgresql_where=text("external_id IS NOT NULL"),
         ),
         Index("ix_memories_active", "relationship_id", "is_active"),
-        # A cold read for a query (decision 0024): every recallable memory of a
+        # A cold read for a query (decision 0030): every recallable memory of a
         # relationship in partition order, with all the read takes of it.
         Index(
             "ix_memories_recall",
