@@ -36,7 +36,6 @@ from tether.core.ids import TenantId
 from tether.core.settings import Settings
 from tether.providers.offline import MODEL_DIMENSION, MODEL_NAME, OfflineEmbeddingProvider
 from tether.recall.text import tokenize
-from tether.recall.versions import partition_keys
 
 Vector = npt.NDArray[np.float32]
 Pools = dict[tuple[str, int], Vector]
@@ -353,14 +352,22 @@ def context_body(population: Population, i: int, rng: random.Random) -> tuple[st
 BODIES = {"search": search_body, "context": context_body}
 
 
+def _base(population: Population, index: int) -> str:
+    scope = population.scope(index)
+    return f"{scope.tenant_id}:{scope.relationship_id}"
+
+
 def invalidate(client: redis.Redis, population: Population, indexes: list[int]) -> None:
-    """Delete the version tokens and hot blobs: the next read of each is cold."""
-    client.delete(*(key for i in indexes for key in partition_keys(population.scope(i))))
+    """Delete the version tokens and Redis copies: the next read of each is cold. Matched
+    by pattern, so that the copies of a release with another format go too (ab.py)."""
+    for i in indexes:
+        if found := client.keys(f"tether:*:{_base(population, i)}"):
+            client.delete(*found)
 
 
 def unfilled(client: redis.Redis, population: Population, indexes: list[int]) -> list[int]:
-    """The partitions of ``indexes`` without a Redis copy."""
-    return [i for i in indexes if not client.exists(partition_keys(population.scope(i))[1])]
+    """The partitions of ``indexes`` without a Redis copy (of any format)."""
+    return [i for i in indexes if not client.keys(f"tether:hot*:{_base(population, i)}")]
 
 
 def settle(client: redis.Redis, population: Population, indexes: list[int]) -> None:
