@@ -124,9 +124,10 @@ def api_server(
 
 
 @contextmanager
-def served(database_url: str, redis_url: str, data_dir: Path) -> Iterator[int]:
+def served(database_url: str, redis_url: str, data_dir: Path) -> Iterator[tuple[int, int]]:
     """``tether serve`` itself, as ``make run`` starts it (one API process, the Celery
-    worker with beat, INFO logs) on these services; yields its port once it answers."""
+    worker with beat, INFO logs) on these services; yields its port once it answers, and
+    its pid."""
     port = free_port()
     env = os.environ | {
         "TETHER_DATABASE_URL": database_url,
@@ -147,7 +148,8 @@ def served(database_url: str, redis_url: str, data_dir: Path) -> Iterator[int]:
                     if time.monotonic() > deadline or process.poll() is not None:
                         raise
                     time.sleep(0.5)
-            yield port
+            settled([process.pid])  # its worker loading its models, its API warming up
+            yield port, process.pid
         finally:
             process.terminate()
             process.wait(60)
@@ -156,7 +158,7 @@ def served(database_url: str, redis_url: str, data_dir: Path) -> Iterator[int]:
 @contextmanager
 def worker(
     database_url: str, redis_url: str, data_dir: Path, *, app_role: bool = False
-) -> Iterator[None]:
+) -> Iterator[int]:
     """The Celery worker with beat, started as ``tether serve`` starts it (its command,
     environment and concurrency), logging into a file of ``data_dir``; connecting as the
     application role if ``app_role``."""
@@ -168,7 +170,8 @@ def worker(
             worker_command(settings, with_beat=True), env=env, stdout=log, stderr=log
         )
         try:
-            yield
+            settled([process.pid])
+            yield process.pid
         finally:
             stop_worker(process)
 
@@ -188,6 +191,52 @@ def _sockets(port: int, state: str) -> set[str]:
                 if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == state:
                     inodes.add(fields[9])
     return inodes
+
+
+def api_pids(port: int) -> list[int]:
+    """The API processes ``api_server`` started on ``port``."""
+    return list(_API_PIDS.get(port, []))
+
+
+def postmaster_pid(database_url: str) -> int:
+    """The embedded Postgres's postmaster: the first line of ``postmaster.pid`` in its data
+    directory, which is its socket directory (``host=`` of the URL)."""
+    socket_dir = database_url.split("host=", 1)[1].split("&", 1)[0]
+    return int((Path(socket_dir) / "postmaster.pid").read_text().split()[0])
+
+
+_TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_ms(roots: list[int]) -> float:
+    """CPU milliseconds (user + system) used so far by ``roots`` and every live process
+    descending from them (an API process, the worker's pool, Postgres's backends)."""
+    stats: dict[int, tuple[int, float]] = {}  # pid -> (parent, ms)
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(pid)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) * _TICK_MS)
+    wanted = {pid for pid in roots if pid in stats}
+    while more := {pid for pid, (parent, _) in stats.items() if parent in wanted} - wanted:
+        wanted |= more
+    return sum(stats[pid][1] for pid in wanted)
+
+
+def settled(roots: list[int], seconds: float = 60) -> None:
+    """Wait until ``roots`` (and their descendants) use under a tenth of a CPU over a
+    second: a worker that just started loads the tokenizer's dictionary and the embedding
+    model in each of its processes, seconds of CPU that must not land in a measurement."""
+    deadline = time.monotonic() + seconds
+    used = cpu_ms(roots)
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        now = cpu_ms(roots)
+        if now - used < 100:
+            return
+        used = now
 
 
 def connections_per_process(port: int) -> list[int]:

@@ -2,7 +2,7 @@
 
     cd bench && ../.venv/bin/python recall_scale.py --memories 10000
     cd bench && ../.venv/bin/python recall_scale.py --memories 10000,1000000
-    cd bench && ../.venv/bin/python recall_scale.py --memories 10000 --serve
+    cd bench && ../.venv/bin/python recall_scale.py --memories 10000 --setup serve
 
 For each N: a fresh embedded Postgres + Redis and N memories loaded as _population.py
 says (a quarter of them in 5,000-memory relationships). The server is production's: two
@@ -38,7 +38,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
-from _harness import Run, api_server, hot_redis_url, load, post, served, services, worker
+from _harness import (
+    Run,
+    api_pids,
+    api_server,
+    cpu_ms,
+    hot_redis_url,
+    load,
+    post,
+    postmaster_pid,
+    served,
+    services,
+    worker,
+)
 from _population import (
     BODIES,
     Pools,
@@ -63,6 +75,7 @@ class Seen:
 
     latencies_ms: list[float] = field(default_factory=list)
     tiers: Counter[str] = field(default_factory=Counter)
+    cpu_ms: float = float("nan")  # of the server's and Postgres's processes, per request
 
     def pct(self, q: float) -> float:
         return Run().pct(self.latencies_ms, q)
@@ -71,7 +84,8 @@ class Seen:
         tiers = dict(self.tiers) or "-"
         return (
             f"{name:30} n={len(self.latencies_ms):5}  p50={self.pct(0.5):7.2f}  "
-            f"p95={self.pct(0.95):7.2f}  p99={self.pct(0.99):7.2f} ms  tiers={tiers}"
+            f"p95={self.pct(0.95):7.2f}  p99={self.pct(0.99):7.2f} ms  "
+            f"cpu {self.cpu_ms:5.1f} ms/request  tiers={tiers}"
         )
 
 
@@ -106,6 +120,7 @@ class Bench:
     population: Population
     redis_client: redis.Redis  # the hot tier's Redis
     rng: random.Random
+    roots: list[int] = field(default_factory=list)  # the server's processes (cpu_ms)
 
     def requests(self, endpoint: str, indexes: list[int], count: int) -> list[bytes]:
         chosen = [indexes[j % len(indexes)] for j in range(count)]
@@ -118,29 +133,35 @@ class Bench:
         return seen
 
     def warm(self, endpoint: str, indexes: list[int]) -> None:
-        """Every partition of ``indexes`` in both hot tiers, and read once on the
-        measuring connection (from Redis if another process filled it)."""
+        """Every partition of ``indexes`` in both hot tiers (filled by earlier reads)."""
         for _ in range(3):
             if not (cold := unfilled(self.redis_client, self.population, indexes)):
                 break
             load(self.port, self.requests(endpoint, cold, len(cold)), 4)
             settle(self.redis_client, self.population, cold)
-        self.send(self.requests(endpoint, indexes, len(indexes)))
 
     def hot(self, endpoint: str, indexes: list[int], count: int) -> Seen:
+        """``count`` requests on one connection (so one API process), after it read each
+        partition once (not recorded: from Redis if the other process filled it)."""
         self.warm(endpoint, indexes)
-        return self.send(self.requests(endpoint, indexes, count))
+        once = self.requests(endpoint, indexes, len(indexes))
+        before = cpu_ms(self.roots)
+        seen = self.send(once + self.requests(endpoint, indexes, count), skip=len(once))
+        seen.cpu_ms = (cpu_ms(self.roots) - before) / (len(once) + count)
+        return seen
 
     def cold(self, endpoint: str, indexes: list[int], count: int, again: bool = False) -> Seen:
         """One cold read at a time, each after the previous one's fill; ``again``: what
         is measured is the same request sent right after the cold one."""
-        seen = Seen()
+        seen, before = Seen(), cpu_ms(self.roots)
         for j in range(count):
             i = indexes[j % len(indexes)]
             invalidate(self.redis_client, self.population, [i])
             (request,) = self.requests(endpoint, [i], 1)
             self.send([request, request] if again else [request], seen, skip=int(again))
             settle(self.redis_client, self.population, [i])
+        # With the fills the cold reads started, and the first of each pair (``again``).
+        seen.cpu_ms = (cpu_ms(self.roots) - before) / count
         return seen
 
     def throughput(self, indexes: list[int], concurrency: int, seconds: float) -> Run:
@@ -182,19 +203,32 @@ def measure(bench: Bench, args: argparse.Namespace) -> dict[str, Seen | Run]:
 
 
 @contextmanager
-def server(database_url: str, redis_url: str, data_dir: Path, serve: bool) -> Iterator[int]:
-    """``tether serve`` itself (``serve``), or two API processes, one socket each, as two
-    pods (decision 0029), connecting as the application role, with the worker as
-    ``tether serve`` starts it."""
-    if serve:
-        with served(database_url, redis_url, data_dir) as port:
-            yield port
+def server(
+    database_url: str, redis_url: str, data_dir: Path, setup: str = "default"
+) -> Iterator[tuple[int, list[int]]]:
+    """The server of ``setup`` (see ``SETUPS``). Yields its port, and the processes at the
+    root of the server's (and Postgres's) process trees, for ``_harness.cpu_ms``."""
+    postgres = postmaster_pid(database_url)
+    if setup == "serve":
+        with served(database_url, redis_url, data_dir) as (port, pid):
+            yield port, [pid, postgres]
         return
-    with (
-        api_server(database_url, redis_url, 2, app_role=True) as port,
-        worker(database_url, redis_url, data_dir, app_role=True),
-    ):
-        yield port
+    with api_server(database_url, redis_url, 2, app_role=True) as port:
+        if setup == "no-worker":
+            yield port, [*api_pids(port), postgres]
+            return
+        with worker(database_url, redis_url, data_dir, app_role=True) as pool:
+            yield port, [*api_pids(port), pool, postgres]
+
+
+SETUPS = {
+    "default": "two API processes, a socket each (two pods, decision 0029), as tether_app, "
+    "and the worker with beat as `tether serve` starts it",
+    "serve": "`tether serve` itself, as `make run` runs it: one API process, its worker "
+    "with beat, connecting as the database owner",
+    "no-worker": "two API processes as tether_app and no worker: the setup of the benches "
+    "before this page (recalls queue reinforcement that nothing executes)",
+}
 
 
 def run_scale(n: int, args: argparse.Namespace, pools: Pools) -> dict[str, Seen | Run]:
@@ -208,9 +242,9 @@ def run_scale(n: int, args: argparse.Namespace, pools: Pools) -> dict[str, Seen 
             f"{time.perf_counter() - started:.0f} s",
             flush=True,
         )
-        with server(database_url, redis_url, Path(data), args.serve) as port:
+        with server(database_url, redis_url, Path(data), args.setup) as (port, roots):
             client = redis.Redis.from_url(hot_redis_url())
-            return measure(Bench(port, token, population, client, rng), args)
+            return measure(Bench(port, token, population, client, rng, roots), args)
 
 
 def main() -> None:
@@ -221,15 +255,12 @@ def main() -> None:
     parser.add_argument("--cold-requests", type=int, default=150, help="per small cold class")
     parser.add_argument("--seconds", type=float, default=10, help="per throughput run")
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument(
-        "--serve", action="store_true", help="measure `tether serve` itself, as `make run` runs"
-    )
+    parser.add_argument("--setup", choices=tuple(SETUPS), default="default")
     args = parser.parse_args()
     scales = [int(n) for n in args.memories.split(",")]
     warm_up()
     pools = asyncio.run(template_vectors(64, random.Random(1)))
-    setup = "tether serve" if args.serve else "2 API processes as tether_app + the worker"
-    print(f"# {setup}; c=1 classes from one client; {os.cpu_count()} CPUs")
+    print(f"# {SETUPS[args.setup]}; c=1 classes from one client; {os.cpu_count()} CPUs")
     results = {n: run_scale(n, args, pools) for n in scales}
     print("\n## p50 / p95 end to end (ms); throughput (requests/s)")
     print("| class | " + " | ".join(f"{n:,}" for n in scales) + " |")
