@@ -69,8 +69,8 @@ types: install ## mypy --strict on our packages and the Python SDK; tsc on the T
 imports: install ## layering contracts (import-linter)
 	$(VENV)/bin/lint-imports
 
-bench: install ## the benchmarks (minutes each; results and commands in docs/benchmarks.md)
-	cd bench && ../$(PY) resolve.py
+bench: install ## the quick benchmark set (~10 min), then its table (full runs: docs/benchmarks.md)
+	cd bench && ../$(PY) quick.py
 
 sdk: install ## regenerate both SDKs from the API document (after an API change)
 	$(PY) sdk/generate.py

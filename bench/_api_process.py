@@ -26,9 +26,8 @@ def main() -> None:
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     listener.bind(("127.0.0.1", port))
     # uvicorn starts the app (lifespan) before it listens: a listening socket is ready.
-    config = uvicorn.Config(
-        "tether.asgi:create", factory=True, log_level="warning", access_log=False
-    )
+    # uvicorn's defaults (INFO, an access log line per request), as `tether serve` runs it.
+    config = uvicorn.Config("tether.asgi:create", factory=True, log_config=None)
     uvicorn.Server(config).run(sockets=[listener])
 
 

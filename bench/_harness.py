@@ -11,13 +11,10 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from math import inf
 from pathlib import Path
 
 import httpx
@@ -26,12 +23,13 @@ from sqlalchemy import text
 from tenancy.access.schemas import ApiKeyCreate
 from tenancy.access.services import ApiKeyService, TenantService
 from tenancy.enums import Role
+from tether.core import migrations
 from tether.core.database import create_engine, create_session_factory, transaction
 from tether.core.ids import TenantId
 from tether.core.settings import Settings
-from tether.runtime import migrate
 from tether.runtime.embedded_postgres import EmbeddedPostgres, default_shared_buffers_mb
 from tether.runtime.embedded_redis import EmbeddedRedis
+from tether.runtime.serve import stop_worker, worker_command, worker_env
 
 HOT_REDIS_VARIABLE = "TETHER_HOT_REDIS_URL"
 # The role production connects as (docs/security.md): row-level security applies, and
@@ -42,14 +40,16 @@ _LENGTH = re.compile(rb"content-length: (\d+)", re.IGNORECASE)
 
 
 @contextmanager
-def services(shared_buffers_mb: int | None = None) -> Iterator[tuple[str, str]]:
+def services(
+    shared_buffers_mb: int | None = None, *, migrate: bool = True
+) -> Iterator[tuple[str, str]]:
     """Fresh embedded Postgres + Redis in a temp dir, migrated; yields their URLs.
 
     As the embedded runtime does, a second Redis (a cache, without persistence) holds the
     hot tier: its URL is ``TETHER_HOT_REDIS_URL`` in this process's environment while the
     block runs, so the API and worker processes a bench starts use it (``hot_redis_url``).
     Postgres's buffer pool is the embedded runtime's (``default_shared_buffers_mb``)
-    unless ``shared_buffers_mb`` is given."""
+    unless ``shared_buffers_mb`` is given. ``migrate``: upgrade the schema (this tree's)."""
     with tempfile.TemporaryDirectory(prefix="tb") as tmp:
         buffers = shared_buffers_mb or default_shared_buffers_mb()
         postgres = EmbeddedPostgres(Path(tmp), shared_buffers_mb=buffers)
@@ -58,7 +58,8 @@ def services(shared_buffers_mb: int | None = None) -> Iterator[tuple[str, str]]:
             database_url = postgres.start()
             redis_url = redis.start()
             os.environ[HOT_REDIS_VARIABLE] = hot.start()
-            migrate.upgrade(database_url)
+            if migrate:
+                migrations.upgrade(database_url)
             yield database_url, redis_url
         finally:
             os.environ.pop(HOT_REDIS_VARIABLE, None)
@@ -92,15 +93,15 @@ def api_server(
         raise RuntimeError(f"the benches read {_TCP_TABLES[0]} (Linux) to see the API listen")
     port = free_port()
     env = os.environ | (APP_ROLE_ENV if app_role else {})
-    env |= {
-        "TETHER_DATABASE_URL": database_url,
-        "TETHER_REDIS_URL": redis_url,
-        "TETHER_LOG_LEVEL": "WARNING",
-    }
+    env |= {"TETHER_DATABASE_URL": database_url, "TETHER_REDIS_URL": redis_url}
     command = [sys.executable, str(Path(__file__).with_name("_api_process.py")), str(port)]
     servers: list[subprocess.Popen[bytes]] = []
+    # Logging as `tether serve` logs (INFO, a line per request), into a file.
+    log = open(Path(tempfile.gettempdir()) / f"tether-bench-api-{port}.log", "wb")  # noqa: SIM115
     try:
-        servers += [subprocess.Popen(command, env=env) for _ in range(workers)]
+        servers += [
+            subprocess.Popen(command, env=env, stdout=log, stderr=log) for _ in range(workers)
+        ]
         deadline = time.monotonic() + 60
         while len(_sockets(port, _LISTEN)) < workers:
             if time.monotonic() > deadline or any(s.poll() is not None for s in servers):
@@ -119,6 +120,60 @@ def api_server(
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+        log.close()
+
+
+@contextmanager
+def served(database_url: str, redis_url: str, data_dir: Path) -> Iterator[tuple[int, int]]:
+    """``tether serve`` itself, as ``make run`` starts it (one API process, the Celery
+    worker with beat, INFO logs) on these services; yields its port once it answers, and
+    its pid."""
+    port = free_port()
+    env = os.environ | {
+        "TETHER_DATABASE_URL": database_url,
+        "TETHER_REDIS_URL": redis_url,
+        "TETHER_PORT": str(port),
+        "TETHER_DATA_DIR": str(data_dir),
+    }
+    with open(data_dir / "serve.log", "wb") as log:
+        command = [sys.executable, "-m", "tether.cli", "serve"]
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=log)
+        try:
+            deadline = time.monotonic() + 90
+            while True:
+                try:
+                    httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).raise_for_status()
+                    break
+                except httpx.HTTPError:
+                    if time.monotonic() > deadline or process.poll() is not None:
+                        raise
+                    time.sleep(0.5)
+            settled([process.pid])  # its worker loading its models, its API warming up
+            yield port, process.pid
+        finally:
+            process.terminate()
+            process.wait(60)
+
+
+@contextmanager
+def worker(
+    database_url: str, redis_url: str, data_dir: Path, *, app_role: bool = False
+) -> Iterator[int]:
+    """The Celery worker with beat, started as ``tether serve`` starts it (its command,
+    environment and concurrency), logging into a file of ``data_dir``; connecting as the
+    application role if ``app_role``."""
+    db = {"role": APP_ROLE_ENV["TETHER_DB__ROLE"]} if app_role else {}
+    settings = Settings(database_url=database_url, redis_url=redis_url, data_dir=data_dir, db=db)
+    env = worker_env(settings) | {"TETHER_HOT_REDIS_URL": hot_redis_url()}
+    with open(data_dir / "worker.log", "wb") as log:
+        process = subprocess.Popen(
+            worker_command(settings, with_beat=True), env=env, stdout=log, stderr=log
+        )
+        try:
+            settled([process.pid])
+            yield process.pid
+        finally:
+            stop_worker(process)
 
 
 _TCP_TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
@@ -138,6 +193,52 @@ def _sockets(port: int, state: str) -> set[str]:
     return inodes
 
 
+def api_pids(port: int) -> list[int]:
+    """The API processes ``api_server`` started on ``port``."""
+    return list(_API_PIDS.get(port, []))
+
+
+def postmaster_pid(database_url: str) -> int:
+    """The embedded Postgres's postmaster: the first line of ``postmaster.pid`` in its data
+    directory, which is its socket directory (``host=`` of the URL)."""
+    socket_dir = database_url.split("host=", 1)[1].split("&", 1)[0]
+    return int((Path(socket_dir) / "postmaster.pid").read_text().split()[0])
+
+
+_TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_ms(roots: list[int]) -> float:
+    """CPU milliseconds (user + system) used so far by ``roots`` and every live process
+    descending from them (an API process, the worker's pool, Postgres's backends)."""
+    stats: dict[int, tuple[int, float]] = {}  # pid -> (parent, ms)
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(pid)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) * _TICK_MS)
+    wanted = {pid for pid in roots if pid in stats}
+    while more := {pid for pid, (parent, _) in stats.items() if parent in wanted} - wanted:
+        wanted |= more
+    return sum(stats[pid][1] for pid in wanted)
+
+
+def settled(roots: list[int], seconds: float = 60) -> None:
+    """Wait until ``roots`` (and their descendants) use under a tenth of a CPU over a
+    second: a worker that just started loads the tokenizer's dictionary and the embedding
+    model in each of its processes, seconds of CPU that must not land in a measurement."""
+    deadline = time.monotonic() + seconds
+    used = cpu_ms(roots)
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        now = cpu_ms(roots)
+        if now - used < 100:
+            return
+        used = now
+
+
 def connections_per_process(port: int) -> list[int]:
     """How many connections each API process of ``api_server`` on ``port`` holds, most
     first (empty for a server the harness did not start)."""
@@ -151,150 +252,6 @@ def connections_per_process(port: int) -> list[int]:
         sockets = (link[8:-1] for link in links if link.startswith("socket:["))
         counts.append(sum(inode in established for inode in sockets))
     return sorted(counts, reverse=True)
-
-
-def _pressure_waits(resource: str) -> float:
-    """Microseconds some task waited for ``resource`` ("cpu", "io") since boot, from the
-    kernel's pressure stall information; 0 where it is not there."""
-    try:
-        with open(f"/proc/pressure/{resource}") as pressure:
-            some = pressure.readline()
-    except OSError:
-        return 0.0
-    return float(some.rsplit("total=", 1)[1]) if "total=" in some else 0.0
-
-
-# Kernel threads that reclaim memory (kswapd, DAMON's kdamond): their CPU time is
-# taken from the two CPUs the run has, and their work unmaps pages others then fault in.
-_RECLAIMERS = ("kswapd", "kdamond")
-
-
-def _reclaimer_ids() -> list[str]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/comm") as comm:
-                if comm.read().startswith(_RECLAIMERS):
-                    found.append(pid)
-        except OSError:
-            continue
-    return found
-
-
-def _ran_ms(pids: list[str]) -> float:
-    """CPU milliseconds ``pids`` have run since they started (schedstat)."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/schedstat") as schedstat:
-                total += int(schedstat.read().split()[0])
-        except OSError:
-            continue
-    return total / 1e6
-
-
-class MachineWaits:
-    """Samples, every 50 ms in a thread, the CPU time the hypervisor gave other guests
-    (``steal`` in /proc/stat), how long tasks here waited for a CPU or for I/O
-    (/proc/pressure), and the CPU time of the kernel's memory reclaimers, so a run can
-    say what the machine was doing around a slow answer. A figure the kernel does not
-    report stays 0."""
-
-    def __init__(self, every_seconds: float = 0.05) -> None:
-        # (time.time(), stolen, CPU waits, I/O waits, reclaimers' CPU), ms since boot
-        self._samples: list[tuple[float, float, float, float, float]] = []
-        self._reclaimers = _reclaimer_ids()
-        self._tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
-        self._every = every_seconds
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-
-    def _sample(self) -> None:
-        while not self._stop.wait(self._every):
-            with open("/proc/stat") as stat:
-                fields = stat.readline().split()
-            stolen = int(fields[8]) * self._tick_ms if len(fields) > 8 else 0.0
-            cpu, io = _pressure_waits("cpu") / 1000, _pressure_waits("io") / 1000
-            reclaim = _ran_ms(self._reclaimers)
-            self._samples.append((time.time(), stolen, cpu, io, reclaim))
-
-    def during(self, since: float, until: float) -> str:
-        """What the machine waited for between two ``time.time()``s (stolen CPU summed
-        over CPUs; waits: wall time during which at least one task waited)."""
-        samples = list(self._samples)
-        times = [sample[0] for sample in samples]
-        first, last = bisect_left(times, since), min(bisect_left(times, until), len(times) - 1)
-        if first >= last:
-            return "machine not sampled"
-        stolen, cpu, io, reclaim = (samples[last][i] - samples[first][i] for i in (1, 2, 3, 4))
-        return (
-            f"in {until - since:.1f} s: stolen CPU {stolen:.0f} ms, waits for CPU "
-            f"{cpu:.0f} ms, for I/O {io:.0f} ms, reclaim {reclaim:.0f} ms"
-        )
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
-# What MachineSpeed's process runs: a fixed piece of interpreter work (≈ 0.5 ms here)
-# every 50 ms, each time with how long it took, until its stdin closes.
-_SPEED_PROBE = """
-import select, sys, time
-while not select.select([sys.stdin], [], [], 0.05)[0]:
-    started = time.perf_counter()
-    total = 0
-    for i in range(20_000):
-        total += i
-    print(time.time(), time.perf_counter() - started, flush=True)
-"""
-
-
-class MachineSpeed:
-    """How long a fixed piece of work takes over time, in a process of its own: a slow
-    answer that came while the same work took twice as long came on a slower machine
-    (another guest on the host, a shared core), which ``steal`` does not always show.
-    It costs about 1% of one CPU."""
-
-    def __init__(self) -> None:
-        descriptor, self._path = tempfile.mkstemp(prefix="tether-speed-", suffix=".log")
-        with os.fdopen(descriptor, "w") as output:  # the process keeps its own copy
-            self._process = subprocess.Popen(
-                [sys.executable, "-c", _SPEED_PROBE], stdin=subprocess.PIPE, stdout=output
-            )
-        # Read as it grows: each call parses only the lines written since the last one.
-        self._log = open(self._path)  # noqa: SIM115 - open until stop()
-        self._unfinished = ""
-        self._runs: list[tuple[float, float]] = []  # (time(), seconds), in time order
-
-    def _samples(self) -> list[tuple[float, float]]:
-        *lines, self._unfinished = (self._unfinished + self._log.read()).split("\n")
-        pairs = (line.split() for line in lines)
-        self._runs += [(float(p[0]), float(p[1])) for p in pairs if len(p) == 2]
-        return self._runs
-
-    def slowdown(self, since: float, until: float) -> str:
-        """How long the work took between two ``time.time()``s against the median of all
-        its runs so far: the median and the slowest run in between."""
-        samples = self._samples()
-        window = samples[bisect_left(samples, (since,)) : bisect_right(samples, (until, inf))]
-        inside = sorted(d for _, d in window)
-        if not inside:
-            return "fixed work not run"
-        usual = sorted(d for _, d in samples)[len(samples) // 2]
-        middle = inside[len(inside) // 2]
-        return f"fixed work x{middle / usual:.1f} (slowest x{inside[-1] / usual:.1f})"
-
-    def stop(self) -> None:
-        try:
-            if self._process.stdin is not None:
-                self._process.stdin.close()
-            self._process.wait(timeout=5)
-        finally:
-            self._process.kill()  # a no-op once it exited
-            self._log.close()
-            os.unlink(self._path)
 
 
 @dataclass

@@ -33,7 +33,7 @@ import numpy.typing as npt
 from rank_bm25 import BM25Okapi
 
 from tether.recall.bm25 import Bm25Index
-from tether.recall.partition import PartitionIndex, RankDoc
+from tether.recall.index import PartitionIndex, RankDoc
 from tether.recall.ranker import rank
 from tether.recall.text import tokenize, warm_up
 from tether.recall.weights import RankWeights

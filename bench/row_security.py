@@ -23,8 +23,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from tenancy.access.tokens import digest
+from tether.core import migrations as migrate
 from tether.core.database import async_url
-from tether.runtime import migrate
 
 MEMORIES = """
 INSERT INTO memories (relationship_id, id, tenant_id, memory_type, layer, polarity, content,

@@ -10,8 +10,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from tether.core.database import async_url
+from tether.core.migrations import include_object
 from tether.core.settings import Settings
-from tether.runtime.migrate import include_object
 from tether.schema import metadata
 
 config = context.config

@@ -21,13 +21,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.support import close_owner_sessions
 from tether.app import bind_resources, create_app, with_outer_middleware
-from tether.core import task_queues
+from tether.core import migrations, task_queues
 from tether.core.database import create_engine, create_session_factory
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
 from tether.health.heartbeat import queue_key
-from tether.providers.configured import warm_up
-from tether.runtime import migrate
+from tether.recall.services import warm_up
 from tether.runtime.embedded_postgres import EmbeddedPostgres
 from tether.runtime.embedded_redis import EmbeddedRedis
 from tether.runtime.serve import worker_command, worker_env
@@ -45,7 +44,7 @@ def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def pg_server(runtime_dir: Path) -> Iterator[EmbeddedPostgres]:
     server = EmbeddedPostgres(runtime_dir, database=TEMPLATE_DB)
-    migrate.upgrade(server.start())  # as the owner (the server's superuser)
+    migrations.upgrade(server.start())  # as the owner (the server's superuser)
     yield server
     server.stop()
 

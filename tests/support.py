@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import importlib.util
 import socket
 import time
@@ -24,8 +23,7 @@ from tether.app import bind_resources, create_app, with_outer_middleware
 from tether.core.database import async_url
 from tether.core.resources import Resources, open_resources
 from tether.core.settings import Settings
-from tether.recall.loaded import LoadedPartition
-from tether.recall.query_read import QueryPartition
+from tether.recall.partition import Partition
 from tether.turns.models import Turn
 
 # Memories of one relationship in English and Chinese, for the snapshot tests.
@@ -191,16 +189,15 @@ def stalled_redis() -> Iterator[str]:
         listener.close()
 
 
-def assert_same_ranking_columns(
-    served: LoadedPartition | QueryPartition, rows: LoadedPartition
-) -> None:
-    """Every per-memory column a ranking reads, but the BM25 index and similarities."""
+def assert_same_ranking_columns(served: Partition, rows: Partition) -> None:
+    """Every per-memory column a ranking reads, but the BM25 index and the vectors."""
     a, b = served.index, rows.index
-    for column in ("keys", "has_vector", "importance", "confidence", "strength", "neighbours"):
+    for column in ("keys", "importance", "confidence", "strength", "neighbours"):
         assert np.array_equal(getattr(a, column), getattr(b, column)), column
     assert np.array_equal(a.reference_time, b.reference_time)
-    assert np.array_equal(served.expires_at, rows.expires_at)
-    assert np.array_equal(served.private, rows.private)
+    for name in ("kinds", "layers", "occurred", "expires_at", "private"):
+        assert np.array_equal(getattr(served, name), getattr(rows, name)), name
+    assert served.keys == rows.keys
 
 
 def load_migration(file_name: str) -> ModuleType:
@@ -212,32 +209,3 @@ def load_migration(file_name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def assert_same_partition(
-    served: LoadedPartition,
-    rows: LoadedPartition,
-    queries: list[list[str]],
-    *,
-    with_vectors: bool = True,
-) -> None:
-    """Two reads of one partition built the same thing: records, every ranking column,
-    similarities (``with_vectors``: read with a query vector, of memories that all have
-    one), and BM25 scores for ``queries``. Neither holds its records in anything the
-    garbage collector keeps walking (a list of them cost every full collection ~0.1 µs
-    per record held in the process)."""
-    assert served.records == rows.records
-    gc.collect()
-    assert not gc.is_tracked(served.records)
-    assert not gc.is_tracked(rows.records)
-    assert_same_ranking_columns(served, rows)
-    assert served.latest_summary == rows.latest_summary
-    if not with_vectors:
-        assert served.similarity is None
-        assert rows.similarity is None
-    elif served.records:
-        assert served.similarity is not None
-        assert rows.similarity is not None
-        assert np.array_equal(served.similarity, rows.similarity)
-    for query in queries:
-        assert np.array_equal(served.index.bm25.scores(query), rows.index.bm25.scores(query)), query

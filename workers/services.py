@@ -1,5 +1,5 @@
 """Per-process services of a worker that are not plain resources: the embedding model
-(loaded once per process) and the partition store used to invalidate hot partitions."""
+(loaded once per process) and the version tokens its writes replace."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ from tether.core.heap import freeze_startup_heap
 from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.providers.base import ChatProvider, EmbeddingProvider
-from tether.providers.configured import chat_provider, embedding_provider, rank_weights, warm_up
-from tether.recall.hot import PartitionStore
+from tether.providers.configured import chat_provider, embedding_provider
+from tether.recall.services import warm_up
+from tether.recall.versions import PartitionVersions
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerServices:
     embedder: EmbeddingProvider
-    partitions: PartitionStore
+    versions: PartitionVersions
     chat: ChatProvider | None
 
 
@@ -46,17 +47,9 @@ def services_for(resources: Resources) -> WorkerServices:
         _services.clear()
         _services[pid] = WorkerServices(
             _embedder(settings),
-            # A worker never ranks, it only invalidates (and rebuilds snapshots after
-            # its writes): no local partition copies, no background work.
-            PartitionStore(
-                resources.hot_redis,
-                rank_weights(settings),
-                settings.recall.hot_ttl_seconds,
-                0,
-                snapshot_min_memories=settings.recall.snapshot_min_memories,
-                durable_redis=resources.redis,
-                snapshot_rewrite_changes=settings.recall.snapshot_rewrite_changes,
-            ),
+            # A worker never ranks, it only invalidates: a failure is recorded for
+            # the beat's retry (no event loop runs between tasks to retry it here).
+            PartitionVersions(resources.hot_redis, resources.redis, retry=False),
             chat_provider(settings),
         )
     return _services[pid]

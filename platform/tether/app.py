@@ -43,9 +43,10 @@ from tether.core.settings import Settings
 from tether.core.telemetry import setup_telemetry
 from tether.health.deps import provide_health_service
 from tether.privacy.tenant_filters import TenantFilters
-from tether.providers.configured import embedding_provider, rank_weights, warm_up
-from tether.recall.hot import PartitionStore
+from tether.providers.configured import embedding_provider
+from tether.recall.deps import partition_store
 from tether.recall.reinforcement import ReinforcementBuffer
+from tether.recall.services import warm_up
 from tether.rights.controllers import provide_user_eraser
 from tether.routes import ROUTE_HANDLERS
 from tether.turns.claims import TurnClaims
@@ -73,19 +74,7 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
     )
     app.state.turn_claims = TurnClaims(resources.redis, resources.settings.ingest)
     recall = resources.settings.recall
-    app.state.partitions = PartitionStore(
-        resources.hot_redis,
-        rank_weights(resources.settings),
-        recall.hot_ttl_seconds,
-        recall.local_partitions,
-        app.state.embedder.name,
-        resources.sessions,
-        recall.snapshot_min_memories,
-        resources.bulk_redis,
-        recall.local_megabytes * 1024 * 1024,
-        durable_redis=resources.redis,
-        snapshot_rewrite_changes=recall.snapshot_rewrite_changes,
-    )
+    app.state.partitions = partition_store(resources, app.state.embedder.name)
     app.state.reinforcement = ReinforcementBuffer(resources.tasks, recall.reinforce_flush_seconds)
     watch(lambda: app.state.partitions.stats.hit_rate, resources.settings.require_broker_url())
 

@@ -33,25 +33,25 @@ def _cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
-    from tether.runtime import migrate
+    from tether.core import migrations
     from tether.runtime.services import backing_services
 
     with backing_services(settings, need_redis=False) as live:
         url = live.require_owner_url()
         if args.action == "upgrade":
-            migrate.upgrade(url, args.revision or "head")
+            migrations.upgrade(url, args.revision or "head")
         elif args.action == "downgrade":
-            migrate.downgrade(url, args.revision or "-1")
-        print(json.dumps({"current": migrate.current(url), "head": migrate.head_revision()}))  # noqa: T201
+            migrations.downgrade(url, args.revision or "-1")
+        print(json.dumps({"current": migrations.current(url), "head": migrations.head_revision()}))  # noqa: T201
     return 0
 
 
 def _cmd_tenant_create(settings: Settings, args: argparse.Namespace) -> int:
     from tenancy.access.services import TenantService
+    from tether.core import migrations
     from tether.core.database import create_engine, create_session_factory
     from tether.core.ids import TenantId, new_id
     from tether.core.tenant_sessions import tenant_transaction
-    from tether.runtime import migrate
     from tether.runtime.services import backing_services
 
     async def create(url_settings: Settings) -> dict[str, str]:
@@ -72,7 +72,7 @@ def _cmd_tenant_create(settings: Settings, args: argparse.Namespace) -> int:
         }
 
     with backing_services(settings, need_redis=False) as live:
-        migrate.upgrade(live.require_owner_url())
+        migrations.upgrade(live.require_owner_url())
         print(json.dumps(asyncio.run(create(live)), indent=2))  # noqa: T201
     return 0
 
@@ -89,8 +89,9 @@ def _cmd_tenant_limits(settings: Settings, args: argparse.Namespace) -> int:
 def _cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
     from tether.core.resources import open_resources
     from tether.memories.reindex import Progress, reindex
-    from tether.providers.configured import embedding_provider, rank_weights, warm_up
-    from tether.recall.hot import PartitionStore
+    from tether.providers.configured import embedding_provider
+    from tether.recall.services import warm_up
+    from tether.recall.versions import PartitionVersions
     from tether.runtime.services import backing_services
 
     def show(progress: Progress) -> None:
@@ -108,14 +109,12 @@ def _cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
         embedder = embedding_provider(live)
         warm_up(live, embedder)
         async with open_resources(live) as resources:
-            store = PartitionStore(
-                resources.hot_redis, rank_weights(live), 60, 0, durable_redis=resources.redis
-            )
+            versions = PartitionVersions(resources.hot_redis, resources.redis, retry=False)
             try:
                 return await reindex(
                     resources.sessions,
                     embedder,
-                    store.invalidate,
+                    versions.invalidate,
                     batch=args.batch,
                     everything=args.all,
                     report=show,

@@ -13,6 +13,9 @@ from tenancy.access.policy import Decision
 from tenancy.access.principal import Principal
 from tenancy.access.tenant_policies import TenantPolicies
 from tenancy.audit.log import Actor, AuditLog, rule_text
+from tenancy.route_policy import POLICY_OPT as POLICY_OPT
+from tenancy.route_policy import PUBLIC_OPT as PUBLIC_OPT
+from tenancy.route_policy import policy as policy
 from tether.core.database_errors import DATABASE_ERRORS
 from tether.core.errors import Forbidden, Unauthenticated, WrongRegion
 from tether.core.resources import Resources
@@ -20,14 +23,7 @@ from tether.core.tenant_sessions import tenant_transaction
 
 log = logging.getLogger(__name__)
 
-POLICY_OPT = "policy"
-PUBLIC_OPT = "exclude_from_auth"
 WRITE_ACTIONS = frozenset({"write", "delete"})
-
-
-def policy(obj: str, action: str) -> dict[str, Any]:
-    """Route ``opt`` declaring what the route does, for the guard to decide on."""
-    return {POLICY_OPT: (obj, action)}
 
 
 def _is_framework_route(handler: BaseRouteHandler) -> bool:

@@ -1,18 +1,8 @@
-"""The authenticated caller, derived from its API key (never from a request body)."""
+"""The authenticated caller: defined in ``tenancy.principal`` (below the audit log, which
+records it), named here too for the code that knows it as access's."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from tenancy.principal import Principal
 
-from tenancy.enums import Role
-from tenancy.ids import ApiKeyId
-from tether.core.ids import TenantId
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    key_id: ApiKeyId
-    tenant_id: TenantId
-    role: Role
-    subject: str | None
-    region: str
+__all__ = ["Principal"]

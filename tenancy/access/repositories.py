@@ -26,7 +26,7 @@ from tenancy.access.policy_rules import PolicyRule
 from tenancy.enums import PolicyEffect, Role
 from tenancy.errors import TenantNameTaken
 from tenancy.ids import ApiKeyId
-from tenancy.models import ApiKey, ApiKeySigning, Tenant, TenantPolicy
+from tenancy.models import ApiKey, ApiKeySigning, Creator, Tenant, TenantPolicy
 from tether.core.ids import TenantId
 
 
@@ -136,6 +136,13 @@ class ApiKeyRepository:
         self._session.add(key)
         await self._session.flush()
         return key
+
+    async def creator_exists(self, external_id: str) -> bool:
+        """Whether a creator key's subject names a creator of this tenant."""
+        statement = select(Creator.id).where(
+            Creator.tenant_id == self._tenant_id, Creator.external_id == external_id
+        )
+        return (await self._session.execute(statement.limit(1))).first() is not None
 
     async def get_active(self, key_id: ApiKeyId) -> ApiKey | None:
         """The key if it may still authenticate, locked until the transaction ends."""

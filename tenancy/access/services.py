@@ -18,9 +18,8 @@ from tenancy.access.tokens import digest, display_prefix, generate_token
 from tenancy.audit.log import SYSTEM, Actor, AuditLog
 from tenancy.enums import Role
 from tenancy.errors import ApiKeyAlreadyRotated, ApiKeyNotFound, ApiKeySubjectRefused
-from tenancy.graph.repositories import CreatorRepository
 from tenancy.ids import ApiKeyId
-from tenancy.models import ApiKey, Creator
+from tenancy.models import ApiKey
 from tether.core.errors import InvalidInput
 from tether.core.ids import TenantId
 from tether.core.settings import AccessSettings
@@ -101,8 +100,7 @@ class ApiKeyService:
             raise ApiKeySubjectRefused(problem, errors=[{"field": "subject", "message": problem}])
 
     async def _creator_exists(self, external_id: str) -> bool:
-        repository = CreatorRepository(self._session, self._tenant_id)
-        return bool(await repository.page(None, 1, Creator.external_id == external_id))
+        return await self._keys.creator_exists(external_id)
 
     async def _add(
         self, role: Role, subject: str | None, name: str, expires_at: datetime | None

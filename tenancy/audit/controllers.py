@@ -11,10 +11,10 @@ from litestar.params import FromQuery
 from litestar.response import Stream
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenancy.access.guard import policy
-from tenancy.access.principal import Principal
 from tenancy.audit.schemas import AuditPage, AuditVerification
 from tenancy.audit.services import AuditFilter, AuditService, export_lines
+from tenancy.principal import Principal
+from tenancy.route_policy import policy
 from tether.core.pagination import DEFAULT_LIMIT, Cursor, Limit
 from tether.core.resources import Resources
 from tether.core.text import IdentifierInQuery

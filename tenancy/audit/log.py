@@ -14,9 +14,9 @@ from sqlalchemy import select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenancy.access.principal import Principal
 from tenancy.audit.chain import GENESIS, event_hash
 from tenancy.audit.models import AuditChainHead, AuditEvent
+from tenancy.principal import Principal
 from tether.core.ids import new_id
 from tether.core.instruments import AUDIT_WRITES
 from tether.core.logging import request_id_var

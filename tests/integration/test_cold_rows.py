@@ -1,12 +1,14 @@
-"""A cold read from rows (cold.py reads a partition as one row of aggregates) builds what
-the ranking reference builds from the same memories loaded row by row: the records, BM25
-scores, neighbours, every ranking column, and Postgres's cosine. The partition holds
-every kind of column value a read must carry (NULLs, empty tokens, Chinese, expiry,
-recalls, private memories, sessions, memories without vectors) and sits among memories
-that must not appear (another relationship's, inactive, superseded, deleted, expired)."""
+"""Cold reads (cold.py: a partition as one row of aggregates) build what the ranking
+reference builds from the same memories loaded row by row: the texts, BM25 scores,
+neighbours, every ranking column, the vectors, and Postgres's cosine; a read for one
+query ranks it exactly as the whole partition does. The partition holds every kind of
+column value a read must carry (NULLs, empty tokens, Chinese, expiry, recalls, private
+memories, sessions, memories without vectors) and sits among memories that must not
+appear (another relationship's, inactive, superseded, deleted, expired)."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import uuid
@@ -23,7 +25,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tenancy.ids import RelationshipId, RelationshipScope
 from tests.support import (
     MIXED_MEMORIES,
-    assert_same_partition,
     assert_same_ranking_columns,
     owner_sessions,
     resolve_body,
@@ -33,15 +34,14 @@ from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.core.tenant_sessions import tenant_session
-from tether.memories.enums import MemoryLayer, MemoryType
-from tether.memories.models import QUERY_ROW_FIELDS, Memory
-from tether.providers.configured import rank_weights
 from tether.recall import wire
 from tether.recall.cold import ColdReader
-from tether.recall.loaded import LoadedPartition, PartitionRecord
-from tether.recall.partition import PartitionIndex, RankDoc
-from tether.recall.query_read import QueryPartition
+from tether.recall.enums import MemoryLayer, MemoryType
+from tether.recall.index import PartitionIndex, RankDoc
+from tether.recall.models import QUERY_ROW_FIELDS, Memory
+from tether.recall.partition import Partition
 from tether.recall.text import tokenize
+from tether.recall.weights import rank_weights
 
 pytestmark = pytest.mark.integration
 
@@ -126,16 +126,16 @@ async def _partition(
 
 async def _reference(
     resources: Resources, scope: RelationshipScope, settings: Settings
-) -> tuple[tuple[PartitionRecord, ...], PartitionIndex, list[Any], bytes]:
-    """The partition as the ranking reference builds it from rows loaded one by one."""
+) -> tuple[list[Any], PartitionIndex, list[Any]]:
+    """The partition's rows loaded one by one, the index the ranking reference builds
+    from them, and their vectors."""
     async with owner_sessions(resources)() as session:
         rows = (
             await session.execute(
                 text(
                     "SELECT id, external_id, content, memory_type, layer, occurred_at, "
                     "expires_at, importance, confidence, strength, last_recalled_at, "
-                    "private_to_creator, source_session_id, tokens, embedding::text, "
-                    "uuid_send(id) || int8send(xmin::text::bigint) "
+                    "private_to_creator, source_session_id, tokens, embedding::text "
                     "FROM memories WHERE relationship_id = :r AND tenant_id = :t "
                     "AND is_active AND superseded_by IS NULL AND deleted_at IS NULL "
                     "AND (expires_at IS NULL OR expires_at > now()) "
@@ -144,7 +144,6 @@ async def _reference(
                 {"r": scope.relationship_id, "t": scope.tenant_id},
             )
         ).all()
-    records = tuple(PartitionRecord(row[0].bytes, *row[1:13]) for row in rows)
     docs = [
         RankDoc(
             key=i,
@@ -161,62 +160,88 @@ async def _reference(
         for i, row in enumerate(rows)
     ]
     vectors = [None if row[14] is None else np.array(json.loads(row[14])) for row in rows]
-    return (
-        records,
-        PartitionIndex.build(docs, rank_weights(settings)),
-        vectors,
-        b"".join(row[15] for row in rows),
-    )
+    return list(rows), PartitionIndex.build(docs, rank_weights(settings)), vectors
 
 
-async def _read(
-    resources: Resources, scope: RelationshipScope, settings: Settings, query: Any
-) -> LoadedPartition:
+async def _whole(
+    resources: Resources, scope: RelationshipScope, settings: Settings, model: str | None = None
+) -> Partition:
+    """The whole partition, with the vectors of ``model`` (None: all; one partition's
+    vectors must have one width, as those of one model do)."""
+    reader = ColdReader(rank_weights(settings), model)
+    async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
+        return await reader.whole(session, scope, "v")
+
+
+async def _read_for(
+    resources: Resources,
+    scope: RelationshipScope,
+    settings: Settings,
+    query: Any,
+    words: list[str],
+) -> Partition:
+    """A read for one query, as a request makes it."""
+
     async def vector() -> Any:
         return query
 
-    reader = ColdReader(rank_weights(settings), None, 1)
+    reader = ColdReader(rank_weights(settings), None)
     async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
-        return await reader.read(session, scope, vector(), "v")
+        found = await reader.for_query(session, scope, vector(), "v", words)
+    assert found.texts is None
+    return found
 
 
-async def _snapshot_stored(
-    resources: Resources, scope: RelationshipScope, settings: Settings
-) -> None:
-    reader = ColdReader(rank_weights(settings), None, 1)
-    async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
-        built = await reader.read_for_snapshot(session, scope)
-    assert built is not None
-    assert await reader.store_snapshot(resources.sessions, scope, built)
+def _cosines(vectors: list[Any], query: Any) -> list[float | None]:
+    """Each vector's cosine to ``query`` as Postgres computes it (the column is a
+    halfvec, and so is the query it is compared with)."""
+    sent = query.astype(np.float16).astype(np.float64)
+    return [
+        None
+        if v is None or len(v) != len(sent)
+        else float(v @ sent / (np.linalg.norm(v) * np.linalg.norm(sent)))
+        for v in vectors
+    ]
 
 
-async def test_a_read_from_rows_builds_what_the_reference_builds(
+async def test_a_whole_read_builds_what_the_reference_builds(
     settings: Settings, client: Any, make_tenant: Any, resources: Resources
 ) -> None:
     scope, _ = await _partition(client, make_tenant, resources)
-    records, index, vectors, versions = await _reference(resources, scope, settings)
-    query = np.random.default_rng(3).standard_normal(DIMENSION).astype(np.float32)
-    read = await _read(resources, scope, settings, query)
-    assert read.source == "cold"
-    assert len(records) == 24
-    assert read.records == records
-    assert read.row_versions == versions
+    rows, index, vectors = await _reference(resources, scope, settings)
+    read = await _whole(resources, scope, settings)
+    assert (read.source, read.terms, read.similarity) == ("cold", None, None)
+    assert len(rows) == 24
+    assert read.texts is not None
+    texts = read.texts
+    assert [read.memory_id(i) for i in range(len(rows))] == [row.id for row in rows]
+    assert list(texts.external_ids) == [row.external_id for row in rows]
+    assert list(texts.contents) == [row.content for row in rows]
+    assert list(texts.types) == [row.memory_type for row in rows]
+    assert list(texts.layers) == [row.layer for row in rows]
+    gc.collect()  # what a process holds of many partitions, the collector stops walking
+    assert not any(map(gc.is_tracked, (texts.external_ids, texts.contents, texts.types)))
     for column in ("importance", "confidence", "strength", "reference_time", "neighbours"):
         assert np.array_equal(getattr(read.index, column), getattr(index, column)), column
     for words in QUERIES:
         assert np.array_equal(read.index.bm25.scores(words), index.bm25.scores(words)), words
-    expires = [np.inf if r.expires_at is None else r.expires_at.timestamp() for r in records]
+    expires = [np.inf if row.expires_at is None else row.expires_at.timestamp() for row in rows]
     assert np.array_equal(read.expires_at, expires)
-    assert read.private.tolist() == [r.private_to_creator for r in records]
-    summaries = [i for i, r in enumerate(records) if r.memory_type == "summary"]
-    assert read.latest_summary == max(summaries, key=lambda i: records[i].occurred_at)
+    assert read.private.tolist() == [row.private_to_creator for row in rows]
+    summaries = [i for i, row in enumerate(rows) if row.memory_type == "summary"]
+    latest = max(summaries, key=lambda i: rows[i].occurred_at)
+    assert read.latest_summary(np.ones(len(rows), np.bool_)) == latest
+    recalled = read.recalled(latest)
+    assert (recalled.id, recalled.content, recalled.occurred_at) == (
+        rows[latest].id,
+        rows[latest].content,
+        rows[latest].occurred_at,
+    )
     assert read.index.has_vector.tolist() == [v is not None for v in vectors]
-    assert read.similarity is not None
-    sent = query.astype(np.float16).astype(np.float64)  # the column is a halfvec
-    for similarity, vector in zip(read.similarity, vectors, strict=True):
-        if vector is not None:
-            expected = vector @ sent / (np.linalg.norm(vector) * np.linalg.norm(sent))
-            assert similarity == pytest.approx(expected, abs=1e-5)
+    assert read.index.matrix is not None
+    for stored, vector in zip(read.index.matrix, vectors, strict=True):
+        expected = np.zeros(DIMENSION) if vector is None else vector
+        assert stored == pytest.approx(expected, abs=1e-3)  # float16 in the column
 
 
 async def test_the_stored_query_row_is_what_the_models_expression_computes(
@@ -247,15 +272,21 @@ async def test_the_stored_query_row_is_what_the_models_expression_computes(
     assert tuple(counts) == (0, 28 + len(kinds) * len(layers))
 
 
-async def test_a_read_from_rows_without_a_query_vector_has_no_similarity(
+async def test_a_read_for_one_query_has_postgres_cosines_or_none_without_a_vector(
     settings: Settings, client: Any, make_tenant: Any, resources: Resources
 ) -> None:
     scope, _ = await _partition(client, make_tenant, resources)
-    records, *_ = await _reference(resources, scope, settings)
-    read = await _read(resources, scope, settings, None)
-    assert read.records == records
-    assert read.similarity is None
-    assert read.index.has_vector.tolist() == [False] * len(records)
+    rows, _, vectors = await _reference(resources, scope, settings)
+    query = np.random.default_rng(3).standard_normal(DIMENSION).astype(np.float32)
+    read = await _read_for(resources, scope, settings, query, ["cello"])
+    assert read.similarity is not None
+    assert read.index.has_vector.tolist() == [v is not None for v in vectors]
+    for similarity, expected in zip(read.similarity, _cosines(vectors, query), strict=True):
+        if expected is not None:
+            assert similarity == pytest.approx(expected, abs=1e-5)
+    without = await _read_for(resources, scope, settings, None, ["cello"])
+    assert without.similarity is None
+    assert without.index.has_vector.tolist() == [False] * len(rows)
 
 
 async def test_an_empty_partition_reads_as_empty(
@@ -268,106 +299,46 @@ async def test_an_empty_partition_reads_as_empty(
     )
     rid = RelationshipId(uuid.UUID(response.json()["relationship_id"]))
     scope = RelationshipScope(TenantId(tenant.id), rid)
-    read = await _read(resources, scope, settings, None)
-    assert read.records == ()
-    assert read.index.bm25.scores(["cello"]).shape == (0,)
-    scoped = await _read_for(resources, scope, settings, None, ["cello"])
-    assert scoped.keys == b""
-    assert scoped.index.bm25.scores(["cello"]).shape == (0,)
-    assert scoped.latest_visible_summary(np.ones(0, np.bool_)) is None
+    for read in (
+        await _whole(resources, scope, settings),
+        await _read_for(resources, scope, settings, None, ["cello"]),
+    ):
+        assert read.keys == b""
+        assert read.index.bm25.scores(["cello"]).shape == (0,)
+        assert read.latest_summary(np.ones(0, np.bool_)) is None
 
 
-async def test_a_snapshot_check_reads_the_texts_of_its_own_changed_memories_only(
-    settings: Settings, client: Any, make_tenant: Any, resources: Resources
-) -> None:
-    """The ids a snapshot records as changed are joined to the partition's rows: ids of
-    another relationship's memories or of inactive ones, and repeated ids, add nothing."""
-    scope, others = await _partition(client, make_tenant, resources)
-    await _snapshot_stored(resources, scope, settings)
-    new = _memory(scope, 25, content="用户刚换了工作", tokens=tokenize("用户刚换了工作"))
-    async with owner_sessions(resources)() as session, session.begin():
-        await session.execute(INSERT, new)  # recorded by the trigger
-        await session.execute(
-            text(
-                "UPDATE recall_snapshots SET changed = changed || CAST(:others AS uuid[]) "
-                "|| changed WHERE relationship_id = :r"
-            ),
-            {"others": others, "r": scope.relationship_id},
-        )
-    query = np.random.default_rng(5).standard_normal(DIMENSION).astype(np.float32)
-    served = await _read(resources, scope, settings, query)
-    async with owner_sessions(resources)() as session, session.begin():
-        await session.execute(
-            text("DELETE FROM recall_snapshots WHERE relationship_id = :r"),
-            {"r": scope.relationship_id},
-        )
-    from_rows = await _read(resources, scope, settings, query)
-    assert (served.source, from_rows.source) == ("snapshot", "cold")
-    records, *_ = await _reference(resources, scope, settings)
-    assert from_rows.records == records
-    assert_same_partition(served, from_rows, QUERIES)
-    assert {r.id for r in served.records}.isdisjoint(others)
-    assert "用户刚换了工作" in [r.content for r in served.records]
-
-
-async def _read_for(
-    resources: Resources,
-    scope: RelationshipScope,
-    settings: Settings,
-    query: Any,
-    words: list[str],
-) -> QueryPartition:
-    """A read of the rows for one query, as a request makes it when there is no snapshot."""
-
-    async def vector() -> Any:
-        return query
-
-    reader = ColdReader(rank_weights(settings), None, 1)
-    async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
-        found = await reader.read_for_query(session, scope, vector(), "v", words)
-    assert isinstance(found, QueryPartition)
-    return found
-
-
-def _assert_ranks_as(scoped: QueryPartition, full: LoadedPartition, words: list[str]) -> None:
-    """``scoped`` holds every ranking column of ``full`` and scores ``words`` (and each
-    of its words) bit for bit as ``full`` does."""
-    assert_same_ranking_columns(scoped, full)
-    if full.similarity is None:
-        assert scoped.similarity is None
-    else:
-        assert scoped.similarity is not None
-        assert np.array_equal(scoped.similarity, full.similarity)
+def _assert_ranks_as(scoped: Partition, whole: Partition, words: list[str]) -> None:
+    """``scoped`` holds every ranking column of ``whole`` and scores ``words`` (and each
+    of its words) bit for bit as ``whole`` does."""
+    assert_same_ranking_columns(scoped, whole)
     for query in [words, *([w] for w in words)]:
-        assert np.array_equal(scoped.index.bm25.scores(query), full.index.bm25.scores(query))
-    assert scoped.keys == b"".join(r.key for r in full.records)
-    assert [scoped.memory_id(i) for i in range(len(full.records))] == [r.id for r in full.records]
+        assert np.array_equal(scoped.index.bm25.scores(query), whole.index.bm25.scores(query))
 
 
-async def test_a_read_for_one_query_ranks_it_as_a_full_read_does(
+async def test_a_read_for_one_query_ranks_it_as_the_whole_partition_does(
     settings: Settings, client: Any, make_tenant: Any, resources: Resources
 ) -> None:
-    """Everything ranking reads is the full read's; the BM25 index scores the query (and
+    """Everything ranking reads is the whole read's; the BM25 index scores the query (and
     any query made of its words) bit for bit as the full index does, even when a query
     word is part of a longer one or repeated; the memories around the partition (the
     sibling relationship holds the same texts) weigh nothing."""
     scope, _ = await _partition(client, make_tenant, resources)
     query = np.random.default_rng(5).standard_normal(DIMENSION).astype(np.float32)
-    full = await _read(resources, scope, settings, query)
+    whole = await _whole(resources, scope, settings)
     for words in [*QUERIES, ["green", "tea", "cello", "cello"], ["ea"], ["cell"], []]:
         scoped = await _read_for(resources, scope, settings, query, words)
         assert scoped.source == "cold"
         assert scoped.terms == tuple(words)
-        _assert_ranks_as(scoped, full, words)
-    without = await _read(resources, scope, settings, None)
-    _assert_ranks_as(await _read_for(resources, scope, settings, None, ["tea"]), without, ["tea"])
+        _assert_ranks_as(scoped, whole, words)
+        assert np.array_equal(scoped.index.has_vector, whole.index.has_vector)
 
 
-async def test_a_read_for_one_query_filters_and_finds_summaries_as_a_full_read_does(
+async def test_a_read_for_one_query_filters_and_finds_summaries_as_the_whole_does(
     settings: Settings, client: Any, make_tenant: Any, resources: Resources
 ) -> None:
     """Kinds and layers travel as codes: every filter, and the newest summary among any
-    visible rows, are the full read's (a kind no code names matches no filter)."""
+    visible rows, are the whole read's (a kind no code names matches no filter)."""
     scope, _ = await _partition(client, make_tenant, resources)
     odd = _memory(scope, 31, kind="not-a-kind")
     # Two summaries at the newest summary's moment: the first in partition order wins.
@@ -375,72 +346,67 @@ async def test_a_read_for_one_query_filters_and_finds_summaries_as_a_full_read_d
     async with owner_sessions(resources)() as session, session.begin():
         for row in (odd, *ties):
             await session.execute(INSERT, row)
-    full = await _read(resources, scope, settings, None)
+    whole = await _whole(resources, scope, settings)
     scoped = await _read_for(resources, scope, settings, None, ["tea"])
+    assert whole.texts is not None
+    types_of = whole.texts.types
     filters: list[list[str] | None] = [None, [], ["fact"], ["summary", "fact"], ["not-a-kind"]]
     for types in filters:
         for layers in [None, ["semantic"], ["episodic"], ["nowhere"]]:
-            expected, found = full.allowed(types, layers), scoped.allowed(types, layers)
-            if types is None and layers is None:
-                assert expected is None
-                assert found is None
-                continue
-            assert expected is not None
-            assert found is not None
-            if types != ["not-a-kind"] and layers != ["nowhere"]:
-                assert np.array_equal(found, expected), (types, layers)
-            else:
-                assert not found.any()
+            found = scoped.allowed(types, layers)
+            assert np.array_equal(found, whole.allowed(types, layers)), (types, layers)
+            expected = [
+                (types is None or (t in types and t != "not-a-kind"))
+                and (layers is None or "semantic" in layers)
+                for t in types_of
+            ]
+            assert found.tolist() == expected, (types, layers)
     rng = np.random.default_rng(9)
     for _ in range(40):
-        visible = rng.random(len(full.records)) < 0.6
-        assert scoped.latest_visible_summary(visible) == full.latest_visible_summary(visible)
-    assert scoped.latest_visible_summary(np.ones(len(full.records), np.bool_)) == (
-        full.latest_summary
-    )
-    newest = [i for i, r in enumerate(full.records) if r.occurred_at == ties[0]["occurred"]]
-    assert full.latest_summary == min(i for i in newest if full.records[i].memory_type == "summary")
+        visible = rng.random(whole.size) < 0.6
+        assert scoped.latest_summary(visible) == whole.latest_summary(visible)
+    newest = [i for i in range(whole.size) if whole.recalled(i).occurred_at == ties[0]["occurred"]]
+    everything = np.ones(whole.size, np.bool_)
+    assert whole.latest_summary(everything) == min(i for i in newest if types_of[i] == "summary")
 
 
-async def test_the_records_of_a_read_for_one_query_are_the_full_reads(
+async def test_the_texts_of_a_read_for_one_query_are_the_whole_reads(
     settings: Settings, client: Any, make_tenant: Any, resources: Resources
 ) -> None:
     """Read afterwards, as of the moment the partition was read (a memory that expires
-    in between is still there); a memory made inactive in between has none, and no id
-    reaches a memory outside the partition (another relationship's or tenant's, an
-    inactive one)."""
+    in between is still there, with its new expiry for the caller to check); a memory
+    made inactive in between has none, and no id reaches a memory outside the partition
+    (another relationship's or tenant's, an inactive one)."""
     scope, others = await _partition(client, make_tenant, resources)
     _, elsewhere = await _partition(client, make_tenant, resources)  # another tenant
-    full = await _read(resources, scope, settings, None)
+    whole = await _whole(resources, scope, settings)
     scoped = await _read_for(resources, scope, settings, None, ["cello"])
-    reader = ColdReader(rank_weights(settings), None, 1)
+    assert scoped.read_at is not None
+    reader = ColdReader(rank_weights(settings), None)
     rows = [0, 5, 23, 7]
     async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
-        found = await reader.records(session, scope, scoped, rows)
-        assert await reader.records(session, scope, scoped, []) == {}
-    assert found == {row: full.records[row] for row in rows}
+        found = await reader.texts(session, scope, scoped, rows)
+        assert await reader.texts(session, scope, scoped, []) == {}
+    assert found == {row: whole.recalled(row) for row in rows}
+    expires = scoped.read_at + timedelta(microseconds=1)
     async with owner_sessions(resources)() as session, session.begin():
         await session.execute(
             text("UPDATE memories SET is_active = false WHERE relationship_id = :r AND id = :id"),
-            {"r": scope.relationship_id, "id": full.records[5].id},
+            {"r": scope.relationship_id, "id": whole.memory_id(5)},
         )
         await session.execute(
             text("UPDATE memories SET expires_at = :at WHERE relationship_id = :r AND id = :id"),
-            {
-                "r": scope.relationship_id,
-                "id": full.records[7].id,
-                "at": scoped.read_at + timedelta(microseconds=1),
-            },
+            {"r": scope.relationship_id, "id": whole.memory_id(7), "at": expires},
         )
     async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
-        found = await reader.records(session, scope, scoped, rows)
+        found = await reader.texts(session, scope, scoped, rows)
     assert set(found) == {0, 23, 7}
-    assert found[7].content == full.records[7].content
-    assert found[7].expires_at == scoped.read_at + timedelta(microseconds=1)
+    assert found[7].content == whole.recalled(7).content
+    assert found[7].expires_at == pytest.approx(expires.timestamp(), abs=1e-6)
     outside = [*others, *elsewhere]
     foreign = replace(scoped, keys=b"".join(other.bytes for other in outside))
     async with tenant_session(resources.sessions, TenantId(scope.tenant_id)) as session:
-        assert await reader.records(session, scope, foreign, range(len(outside))) == {}
+        assert await reader.texts(session, scope, foreign, range(len(outside))) == {}
 
 
 async def test_stored_tokens_must_be_words(
@@ -473,17 +439,19 @@ async def test_a_read_for_one_query_ranks_memories_with_wide_vectors_as_a_full_r
             await session.execute(INSERT, row)
     narrow = np.random.default_rng(5).standard_normal(DIMENSION).astype(np.float32)
     broad = np.random.default_rng(6).standard_normal(WIDE).astype(np.float32)
+    whole = await _whole(resources, scope, settings, model="of no memory")  # widths mixed
+    assert whole.size == 31
+    _, _, vectors = await _reference(resources, scope, settings)
     for query in (narrow, broad, None):
-        full = await _read(resources, scope, settings, query)
-        assert len(full.records) == 31
         for words in (["cello", "tea"], ["猫"], []):
-            _assert_ranks_as(await _read_for(resources, scope, settings, query, words), full, words)
+            scoped = await _read_for(resources, scope, settings, query, words)
+            _assert_ranks_as(scoped, whole, words)
         if query is not None:
-            assert full.similarity is not None
-            ranked = np.flatnonzero(full.similarity != 0)  # 0: no vector of this width
-            wide_ids = {w["id"] for w in wide}
-            widths = {WIDE if full.records[i].id in wide_ids else DIMENSION for i in ranked}
-            assert widths == {len(query)}
+            assert scoped.similarity is not None
+            expected = _cosines(vectors, query)
+            assert scoped.index.has_vector.tolist() == [c is not None for c in expected]
+            for similarity, cosine in zip(scoped.similarity, expected, strict=True):
+                assert similarity == pytest.approx(0.0 if cosine is None else cosine, abs=1e-5)
 
 
 async def test_a_vector_records_its_own_width(

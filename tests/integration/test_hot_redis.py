@@ -22,7 +22,7 @@ from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.health.schemas import ComponentHealth, HealthRead
 from tether.health.services import is_ready
-from tether.recall import hot
+from tether.recall import versions
 from tether.runtime.embedded_redis import EmbeddedRedis
 from tether.runtime.services import backing_services
 
@@ -96,7 +96,7 @@ async def test_partition_copies_live_in_the_hot_redis_and_turns_in_the_other(
 
     hot_keys = {k.decode() for k in await resources.hot_redis.keys(f"*{rid}*")}
     main_keys = {k.decode() for k in await resources.redis.keys(f"*{rid}*")}
-    assert {k.split(":")[1] for k in hot_keys} == {"pv", "hot5"}
+    assert {k.split(":")[1] for k in hot_keys} == {"pv", f"hot{versions.BLOB_FORMAT}"}
     assert not {k for k in main_keys if k.split(":")[1] in {"pv", "hot5"}}
     assert any(k.startswith("tether:wm:") for k in main_keys)  # the working memory
 
@@ -163,7 +163,7 @@ async def test_a_write_whose_invalidation_failed_stops_showing_within_the_versio
 ) -> None:
     """A writer that cannot reach the hot Redis leaves the old token and copy in place;
     the token's lifetime, never extended by reads, bounds how long they are served."""
-    monkeypatch.setattr(hot, "VERSION_TTL_SECONDS", 3)
+    monkeypatch.setattr(versions, "VERSION_TTL_SECONDS", 3)
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
     pair = await hot_chess_and_go(client, headers, resources.hot_redis, "lost-invalidation")

@@ -19,15 +19,14 @@ from tests.support import CHESS, GO, delete_go_cut_off, hot_chess_and_go
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
-from tether.providers.configured import rank_weights
 from tether.recall import invalidations
-from tether.recall.hot import PartitionStore, partition_keys
 from tether.recall.invalidations import (
     RETRY_INVALIDATIONS_TASK,
     UNINVALIDATED_KEY,
     record_failed,
     retry_recorded,
 )
+from tether.recall.versions import PartitionVersions, partition_keys
 
 pytestmark = [pytest.mark.integration, pytest.mark.worker]
 
@@ -52,9 +51,9 @@ async def durable(resources: Resources) -> Any:
 async def test_a_workers_failed_invalidation_is_recorded_in_the_durable_redis(
     settings: Settings, resources: Resources, durable: Redis, tmp_path: Path
 ) -> None:
-    """A store without background work (a worker's, the CLI's) records the failure."""
+    """Versions without background retries (a worker's, the CLI's) record the failure."""
     away = Redis.from_url(f"unix://{tmp_path}/absent.sock")
-    store = PartitionStore(away, rank_weights(settings), 60, 0, durable_redis=durable)
+    store = PartitionVersions(away, durable, retry=False)
     scope = _scope()
     before = time.time()
     await store.invalidate(scope)
@@ -81,12 +80,12 @@ async def test_the_retry_replaces_versions_and_takes_the_records_out(
         await resources.hot_redis.set(version_key, "old")
         await resources.hot_redis.set(blob_key, b"copy")
         assert await record_failed(durable, scope, now - 10)
-    store = PartitionStore(resources.hot_redis, rank_weights(resources.settings), 60, 0)
+    store = PartitionVersions(resources.hot_redis, None, retry=False)
     replaced: list[RelationshipScope] = []
 
     async def replace(scope: RelationshipScope) -> None:
         replaced.append(scope)
-        await store.replace_version(scope)
+        await store.replace(scope)
 
     report = await retry_recorded(durable, replace, now, LIFETIME)
     assert (report.invalidated, report.expired, report.waiting) == (5, 0, 0)

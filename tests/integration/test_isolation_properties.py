@@ -6,9 +6,7 @@ tier, after evictions and flushes, after ownership transfers and under concurren
 All content carries a marker naming its owner (``zzm<world>t<tenant>r<rel>n<i>``; ``zzu``
 turns, ``zzp`` profiles); both tenants use the same external ids; queries borrow other
 relationships' markers and shared words. Two API replicas share Postgres and Redis; the
-second keeps one in-process partition, so it keeps evicting and reads the Redis tier.
-Partitions of two memories or more keep a Postgres snapshot (decision 0011), so cold
-reads go through snapshots too, and evictions drop them as well."""
+second keeps one in-process partition, so it keeps evicting and reads the Redis tier."""
 
 from __future__ import annotations
 
@@ -27,7 +25,6 @@ from hypothesis import HealthCheck, Phase, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from redis.asyncio import Redis
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tenancy.ids import RelationshipId, RelationshipScope
@@ -36,8 +33,7 @@ from tether.app import bind_resources, create_app, with_outer_middleware
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
-from tether.core.tenant_sessions import tenant_session
-from tether.recall.hot import partition_keys
+from tether.recall.versions import partition_keys
 
 pytestmark = pytest.mark.integration
 
@@ -106,13 +102,6 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def settings(settings: Settings) -> Settings:
-    """Snapshots for partitions of two memories or more (the default is 500)."""
-    recall = settings.recall.model_copy(update={"snapshot_min_memories": 2})
-    return settings.model_copy(update={"recall": recall})
-
-
-@pytest.fixture(scope="module")
 async def replica(settings: Settings, resources: Resources) -> AsyncIterator[httpx.AsyncClient]:
     """A second API process whose in-process tier holds a single partition."""
     recall = settings.recall.model_copy(update={"local_partitions": 1})
@@ -141,7 +130,7 @@ operations = st.one_of(
         st.just("evict"),
         tenant_ix,
         rel_ix,
-        st.sampled_from(["blob", "version", "both", "snapshot", "all"]),
+        st.sampled_from(["blob", "version", "both"]),
     ),
     st.tuples(st.just("add"), tenant_ix, rel_ix, api_ix, words, st.booleans()),
     st.tuples(st.just("delete"), tenant_ix, rel_ix, api_ix, st.integers(0, 9)),
@@ -272,7 +261,7 @@ async def _check_hot_tier(world: World) -> None:
         first = await _ok(_search(world.apis[0], gateway, rel, query, k=50))
         await wait_for_hot_copy(world.redis, rel.rid)
         second = await _ok(_search(world.apis[1], gateway, rel, query, k=50))
-        assert first["tier"] == "cold"  # requests never read snapshots (decision 0018)
+        assert first["tier"] == "cold"
         assert second["tier"] == "hot"
         for body in (first, second):
             assert _hits(rel, body, private_ok=False, where="hot") == rel.visible(False)
@@ -355,14 +344,8 @@ async def _evict(world: World, t: int, r: int, how: str) -> None:
     )
     version_key, blob_key = partition_keys(scope)
     both = [blob_key, version_key]
-    keys = {"blob": [blob_key], "version": [version_key], "both": both, "all": both}
-    if keys.get(how):
-        await world.redis.delete(*keys[how])
-    if how in {"snapshot", "all"}:
-        async with tenant_session(world.sessions, scope.tenant_id) as session, session.begin():
-            await session.execute(
-                text("DELETE FROM recall_snapshots WHERE relationship_id = :r"), {"r": rel.rid}
-            )
+    keys = {"blob": [blob_key], "version": [version_key], "both": both}
+    await world.redis.delete(*keys[how])
 
 
 async def _op_add(world: World, t: int, r: int, api: int, text: list[str], private: bool) -> None:

@@ -21,8 +21,8 @@ from tether.knowledge.index_cache import KnowledgeIndexCache
 from tether.knowledge.retrieval import knowledge_for_context
 from tether.knowledge.storage import document_store
 from tether.providers.base import Vectors
-from tether.providers.configured import rank_weights
 from tether.providers.offline import OfflineEmbeddingProvider
+from tether.recall.weights import rank_weights
 
 pytestmark = pytest.mark.integration
 

@@ -15,27 +15,23 @@ from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.core.tenant_sessions import tenant_session
-from tether.providers.configured import rank_weights
 from tether.recall.cold import ColdReader
-from tether.recall.loaded import LoadedPartition
 from tether.recall.local import Key, LocalCopies, footprint
+from tether.recall.partition import Partition
+from tether.recall.weights import rank_weights
 
 pytestmark = pytest.mark.integration
 
 TEXTS = ["The user plays the cello", "用户每周六去爬山", "The user's sister lives in Lyon"]
 
 
-async def _no_vector() -> None:
-    return None
-
-
 async def _partitions(
     settings: Settings, client: Any, make_tenant: Any, resources: Resources, count: int
-) -> list[tuple[Key, LoadedPartition]]:
+) -> list[tuple[Key, Partition]]:
     """``count`` relationships of three memories each, read from Postgres."""
     tenant = await make_tenant()
     headers = await tenant.key("gateway")
-    reader = ColdReader(rank_weights(settings), None, None)
+    reader = ColdReader(rank_weights(settings), None)
     found = []
     for n in range(count):
         resolved = await client.post(
@@ -49,7 +45,7 @@ async def _partitions(
         assert created.status_code == 200, created.text
         scope = RelationshipScope(TenantId(tenant.id), RelationshipId(rid))
         async with tenant_session(resources.sessions, TenantId(tenant.id)) as session:
-            partition = await reader.read(session, scope, _no_vector(), "v")
+            partition = await reader.whole(session, scope, "v")
         found.append(((scope.tenant_id, scope.relationship_id), partition))
     return found
 

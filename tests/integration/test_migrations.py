@@ -9,10 +9,10 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from tests.support import load_migration
+from tether.core import migrations
 from tether.core.database import async_url
 from tether.core.settings import Settings
-from tether.memories.models import TOKENS_ARE_WORDS
-from tether.runtime import migrate
+from tether.recall.models import TOKENS_ARE_WORDS
 from tether.schema import metadata
 
 pytestmark = pytest.mark.integration
@@ -25,7 +25,7 @@ def _schema_diff(url: str) -> list[object]:
             result = await conn.run_sync(
                 lambda sync: compare_metadata(
                     MigrationContext.configure(
-                        sync, opts={"include_object": migrate.include_object}
+                        sync, opts={"include_object": migrations.include_object}
                     ),
                     metadata,
                 )
@@ -38,11 +38,11 @@ def _schema_diff(url: str) -> list[object]:
 
 def test_upgrade_downgrade_upgrade_round_trip(settings: Settings) -> None:
     url = settings.require_owner_url()
-    assert migrate.current(url) == migrate.head_revision()
-    migrate.downgrade(url, "base")
-    assert migrate.current(url) is None
-    migrate.upgrade(url)
-    assert migrate.current(url) == migrate.head_revision()
+    assert migrations.current(url) == migrations.head_revision()
+    migrations.downgrade(url, "base")
+    assert migrations.current(url) is None
+    migrations.upgrade(url)
+    assert migrations.current(url) == migrations.head_revision()
 
 
 def test_models_and_migrations_agree(settings: Settings) -> None:
@@ -50,34 +50,38 @@ def test_models_and_migrations_agree(settings: Settings) -> None:
     assert _schema_diff(settings.require_owner_url()) == []
 
 
-def _persistence(url: str, table: str) -> str:
-    async def read() -> str:
+def _snapshot_objects(url: str) -> tuple[str | None, int]:
+    """The persistence of ``recall_snapshots`` (None: no such table) and how many
+    triggers ``memories`` has for it."""
+
+    async def read() -> tuple[str | None, int]:
         engine = create_async_engine(async_url(url))
         async with engine.connect() as conn:
             found = await conn.scalar(
-                text("SELECT relpersistence::text FROM pg_class WHERE oid = CAST(:t AS regclass)"),
-                {"t": table},
+                text("SELECT relpersistence::text FROM pg_class WHERE relname = 'recall_snapshots'")
+            )
+            triggers = await conn.scalar(
+                text("SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'recall_snapshots_on_%'")
             )
         await engine.dispose()
-        return str(found)
+        return (None if found is None else str(found)), int(triggers or 0)
 
     return asyncio.run(read())
 
 
-def test_snapshots_are_unlogged_and_the_memories_they_derive_from_are_not(
+def test_partition_snapshots_are_gone_and_a_downgrade_brings_them_back(
     settings: Settings,
 ) -> None:
-    """Migration 0015: snapshots are derived data, left out of the WAL; a downgrade
-    logs them again."""
+    """Migration 0019 (decision 0030) drops the snapshot table and the trigger on
+    ``memories`` that kept it; its downgrade restores the unlogged table and trigger."""
     url = settings.require_owner_url()
-    assert _persistence(url, "recall_snapshots") == "u"
-    assert _persistence(url, "memories") == "p"
-    migrate.downgrade(url, "0014")
+    assert _snapshot_objects(url) == (None, 0)
+    migrations.downgrade(url, "0018")
     try:
-        assert _persistence(url, "recall_snapshots") == "p"
+        assert _snapshot_objects(url) == ("u", 3)
     finally:
-        migrate.upgrade(url)
-    assert _persistence(url, "recall_snapshots") == "u"
+        migrations.upgrade(url)
+    assert _snapshot_objects(url) == (None, 0)
 
 
 def test_tokens_that_are_not_words_are_brought_to_the_form_every_reader_split_them_in(

@@ -8,10 +8,10 @@ from sqlalchemy import func, select
 
 from tests.providers_server import FakeOpenAIServer, Reply
 from tests.support import owner_sessions, resolve_body
-from tether.memories.models import Memory
 from tether.memories.reindex import count_stale, reindex
 from tether.providers.base import ProviderError
 from tether.providers.openai_embeddings import OpenAICompatibleEndpoint, OpenAIEmbeddingProvider
+from tether.recall.models import Memory
 
 pytestmark = pytest.mark.integration
 

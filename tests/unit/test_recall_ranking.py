@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether.recall.bm25 import Bm25Index, Bm25Params
-from tether.recall.partition import PartitionIndex, RankDoc
+from tether.recall.index import PartitionIndex, RankDoc
 from tether.recall.ranker import rank
 from tether.recall.text import tokenize
 from tether.recall.weights import RankWeights
@@ -298,7 +298,7 @@ def test_rrf_fusion_ranks_by_reciprocal_ranks_and_is_always_explained() -> None:
 
     import numpy as np
 
-    from tether.recall.partition import PartitionIndex, RankDoc
+    from tether.recall.index import PartitionIndex, RankDoc
     from tether.recall.ranker import rank
     from tether.recall.weights import RankWeights
 

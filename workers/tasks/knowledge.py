@@ -16,7 +16,7 @@ from tether.knowledge.documents import INDEX_TASK
 from tether.knowledge.indexing import DocumentIndexer
 from tether.knowledge.stalled import STALLED_TASK, sweep_stalled
 from tether.knowledge.storage import document_store
-from tether.providers.configured import rank_weights
+from tether.recall.weights import rank_weights
 from workers.app import OUTAGE_RETRIES, app, settings_of
 from workers.runtime import run
 from workers.services import services_for

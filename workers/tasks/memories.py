@@ -16,28 +16,17 @@ from tether.core.tenant_sessions import tenant_transaction
 from tether.memories.expiry import expire_due
 from tether.memories.repositories import MemoryRepository
 from tether.memories.session_extraction import SessionExtraction
-from tether.recall.hot import VERSION_TTL_SECONDS
 from tether.recall.invalidations import RETRY_INVALIDATIONS_TASK, retry_recorded
 from tether.recall.reinforcement import REINFORCE_BATCH_TASK, REINFORCE_TASK, Entry
+from tether.recall.versions import VERSION_TTL_SECONDS
 from tether.turns.sessions import EXTRACT_TASK
 from tether.turns.working_memory import WorkingMemory
 from workers.app import EXPIRY_TASK, OUTAGE_RETRIES, app, settings_of
 from workers.runtime import run
-from workers.services import WorkerServices, services_for
+from workers.services import services_for
 from workers.tasks.turns import scope_of
 
 log = logging.getLogger(__name__)
-
-
-async def _rebuild_snapshot(
-    services: WorkerServices, resources: Resources, scope: RelationshipScope
-) -> None:
-    """After this worker's writes to ``scope`` committed: a failure here (a cache) must
-    not fail the task."""
-    try:
-        await services.partitions.refresh_snapshot(resources.sessions, scope)
-    except Exception:
-        log.exception("partition snapshot of %s not rebuilt", scope.relationship_id)
 
 
 async def _extract(
@@ -49,14 +38,10 @@ async def _extract(
             session,
             scope,
             services.embedder,
-            services.partitions.invalidate,
+            services.versions.invalidate,
             resources.settings,
             services.chat,
         ).run(session_id)
-    # The extraction's writes recorded changes in a large partition's snapshot (or
-    # dropped it): rebuild it now, so the fill after the relationship's next cold read
-    # can use it.
-    await _rebuild_snapshot(services, resources, scope)
     if report.status in ("extracted", "raw_only"):
         try:
             await WorkingMemory(resources.redis).drop_session(scope, session_id)
@@ -115,19 +100,8 @@ def reinforce_batch(entries: list[Entry]) -> int:
 
 
 async def _expire(resources: Resources) -> int:
-    services = services_for(resources)
-    expired: set[RelationshipScope] = set()
-
-    async def invalidate(scope: RelationshipScope) -> None:
-        expired.add(scope)
-        await services.partitions.invalidate(scope)
-
-    count = await expire_due(resources.sessions, invalidate, datetime.now(UTC))
-    # Expiries are recorded in large partitions' snapshots, or drop them past 256:
-    # rebuilt here, as after an extraction (nothing else would before the next fill).
-    for scope in expired:
-        await _rebuild_snapshot(services, resources, scope)
-    return count
+    invalidate = services_for(resources).versions.invalidate
+    return await expire_due(resources.sessions, invalidate, datetime.now(UTC))
 
 
 @app.task(name=EXPIRY_TASK)
@@ -137,9 +111,9 @@ def expire() -> int:
 
 
 async def _retry_invalidations(resources: Resources) -> dict[str, int]:
-    partitions = services_for(resources).partitions
+    versions = services_for(resources).versions
     report = await retry_recorded(
-        resources.redis, partitions.replace_version, time.time(), VERSION_TTL_SECONDS
+        resources.redis, versions.replace, time.time(), VERSION_TTL_SECONDS
     )
     return {"invalidated": report.invalidated, "expired": report.expired, "waiting": report.waiting}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from tether.recall.tokens import estimate_tokens
+from tether.context.tokens import estimate_tokens
 
 PRIORITY = ("rules", "profile", "memory", "knowledge", "recent")
 # A heading and the blank line before it.

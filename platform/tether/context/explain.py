@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 from tether.context.budget import PRIORITY, Fitted, Piece
 from tether.context.schemas import ContextResponse
+from tether.context.tokens import estimate_tokens
 from tether.recall.schemas import ExplanationRead
 from tether.recall.services import Recalled, explanation
-from tether.recall.tokens import estimate_tokens
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,11 +8,11 @@ import uuid
 
 from tether.context import template
 from tether.context.budget import Piece
+from tether.context.tokens import truncate_to_tokens
 from tether.knowledge.engine import KnowledgeResult
 from tether.personas.schemas import PersonaProfileRead
 from tether.profiles.models import GlobalProfileField
 from tether.recall.services import Recalled
-from tether.recall.tokens import truncate_to_tokens
 from tether.turns.claims import WorkingMemoryEntry
 
 

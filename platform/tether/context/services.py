@@ -32,10 +32,9 @@ from tether.core.errors import Forbidden
 from tether.core.settings import Settings
 from tether.core.telemetry import traced
 from tether.knowledge.engine import KnowledgeResult
-from tether.memories.services import may_see_private
 from tether.personas.services import PersonaProfileReader
 from tether.profiles.services import ConsentedProfile
-from tether.recall.services import Recall, Recalled
+from tether.recall.services import Recall, Recalled, may_see_private
 from tether.turns.claims import WorkingMemoryEntry
 from tether.turns.working_memory import WorkingMemory
 

@@ -240,12 +240,6 @@ class RecallSettings(BaseModel):
     # their estimated size at most (0: no bound), whichever bound is reached first.
     local_partitions: int = Field(default=512, ge=0)
     local_megabytes: int = Field(default=384, ge=0)
-    # Partitions at least this large keep a snapshot in Postgres for cold reads (0011).
-    snapshot_min_memories: int = Field(default=500, ge=1)
-    # A snapshot is stored again once writes recorded this many changes in it (0027); at
-    # most the 256 a snapshot records before a write drops it (migration 0009, which
-    # counts a write's ids before it merges them: keep well below 256).
-    snapshot_rewrite_changes: int = Field(default=64, ge=1, le=256)
     # Recalled memories are reinforced in one task per process this often.
     reinforce_flush_seconds: float = Field(default=1.0, gt=0, le=60)
     # Invalidations that failed (the hot Redis away) are retried this often (beat).

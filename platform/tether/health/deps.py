@@ -7,7 +7,7 @@ from litestar.di import NamedDependency
 
 from tether.core.resources import Resources
 from tether.health.services import HealthService
-from tether.recall.hot import PartitionStore
+from tether.recall.store import PartitionStore
 
 
 def provide_health_service(state: State, resources: NamedDependency[Resources]) -> HealthService:

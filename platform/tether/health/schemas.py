@@ -22,9 +22,8 @@ class HotTierRead(msgspec.Struct):
     hot: int
     cold: int
     hit_rate: float | None
-    # Background fills after cold reads: from a partition snapshot, or from the rows.
-    snapshot_fills: int = 0
-    row_fills: int = 0
+    # Whole partitions read in the background after cold reads, for the hot tiers.
+    fills: int = 0
 
 
 class HealthRead(msgspec.Struct):

@@ -12,11 +12,11 @@ from sqlalchemy import text
 import tether
 from tether.core import task_queues
 from tether.core.database_errors import DATABASE_ERRORS, DatabaseUnavailable
+from tether.core.migrations import head_revision
 from tether.core.resources import Resources
 from tether.health.heartbeat import last_beats
 from tether.health.schemas import ComponentHealth, HealthRead, HotTierRead, Status
-from tether.recall.hot import TierStats
-from tether.runtime.migrate import head_revision
+from tether.recall.store import TierStats
 
 PROBE_TIMEOUT_SECONDS = 2.0
 Probe = Callable[[], Awaitable[str]]
@@ -135,8 +135,7 @@ class HealthService:
                 tiers.hot,
                 tiers.cold,
                 tiers.hit_rate,
-                tiers.snapshot_fills,
-                tiers.row_fills,
+                tiers.fills,
             )
         )
         return HealthRead(status, tether.__version__, components, hot_tier)

@@ -14,7 +14,7 @@ from tether.knowledge.queries import KnowledgeQueryService
 from tether.knowledge.services import KnowledgeBaseService
 from tether.knowledge.storage import document_store
 from tether.providers.base import EmbeddingProvider
-from tether.providers.configured import rank_weights
+from tether.recall.weights import rank_weights
 
 _ENGINE = "knowledge_engine"
 

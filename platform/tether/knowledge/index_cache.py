@@ -33,7 +33,7 @@ from tether.knowledge.repositories import (
     KnowledgeBaseRepository,
     SearchableDocument,
 )
-from tether.recall.partition import PartitionIndex, RankDoc
+from tether.recall.index import PartitionIndex, RankDoc
 from tether.recall.weights import RankWeights
 
 # Chunks of all cached views (and, separately, of cached parts) in one process: about

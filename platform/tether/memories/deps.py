@@ -12,7 +12,7 @@ from tenancy.relationships.directory import RelationshipDirectory
 from tether.core.settings import Settings
 from tether.memories.services import MemoryService
 from tether.providers.base import EmbeddingProvider
-from tether.recall.hot import PartitionStore
+from tether.recall.store import PartitionStore
 
 
 def provide_memory_service(

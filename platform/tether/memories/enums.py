@@ -1,25 +1,13 @@
-"""The controlled vocabularies of a memory record."""
+"""The controlled vocabularies of a memory record. Its kind and layer are recall's (the
+store filters and encodes them); polarity and outcomes belong to consolidation."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 
+from tether.recall.enums import MemoryLayer, MemoryType
 
-class MemoryType(StrEnum):
-    PROFILE = "profile"
-    PREFERENCE = "preference"
-    FACT = "fact"
-    EVENT = "event"
-    COMMITMENT = "commitment"
-    EMOTION = "emotion"
-    INSTRUCTION = "instruction"
-    SUMMARY = "summary"
-
-
-class MemoryLayer(StrEnum):
-    WORKING = "working"
-    EPISODIC = "episodic"
-    SEMANTIC = "semantic"
+__all__ = ["MemoryLayer", "MemoryType", "Outcome", "Polarity"]
 
 
 class Polarity(StrEnum):

@@ -17,8 +17,8 @@ from tenancy.ids import RelationshipId, RelationshipScope
 from tether.core.database import transaction
 from tether.core.ids import TenantId
 from tether.core.tenant_sessions import tenant_transaction
-from tether.memories.models import Memory
 from tether.memories.writer import Invalidate, MemoryWriter
+from tether.recall.models import Memory
 
 BATCH = 500
 _DUE = text("SELECT tenant_id, relationship_id, memory_id FROM tether_expired_memories(:now, :n)")

@@ -21,9 +21,9 @@ from tenancy.ids import RelationshipId, RelationshipScope
 from tether.core.database import transaction
 from tether.core.ids import TenantId
 from tether.core.tenant_sessions import tenant_session, tenant_transaction
-from tether.memories.models import Memory
 from tether.memories.writer import Invalidate
 from tether.providers.base import EmbeddingProvider
+from tether.recall.models import Memory
 from tether.recall.text import tokenize
 
 

@@ -13,7 +13,8 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.ids import RelationshipScope
-from tether.memories.models import ConsolidationRecord, Memory, MemoryVersion
+from tether.memories.models import ConsolidationRecord, MemoryVersion
+from tether.recall.models import Memory, active_now
 
 
 class _Scoped:
@@ -106,15 +107,6 @@ class MemoryRepository(_Scoped):
         )
         result = await self._session.execute(statement)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
-
-
-def active_now(now: datetime | ColumnElement[datetime]) -> tuple[ColumnElement[bool], ...]:
-    """Active, not superseded, not expired at ``now`` (a value or a bind parameter)."""
-    return (
-        Memory.is_active.is_(True),
-        Memory.superseded_by.is_(None),
-        (Memory.expires_at.is_(None)) | (Memory.expires_at > now),
-    )
 
 
 class MemoryVersionRepository(_Scoped):

@@ -23,22 +23,22 @@ from tether.core.settings import Settings
 from tether.memories import schemas as s
 from tether.memories.enums import MemoryLayer, MemoryType
 from tether.memories.errors import ExternalIdTaken, InvalidMemories, MemoryNotFound
-from tether.memories.models import ConsolidationRecord, Memory, MemoryVersion
+from tether.memories.models import ConsolidationRecord, MemoryVersion
 from tether.memories.privacy import mask_creates, mask_reason, mask_update
 from tether.memories.repositories import (
     ConsolidationLogRepository,
     MemoryRepository,
     MemoryVersionRepository,
-    active_now,
 )
 from tether.memories.usage import stored_memories
 from tether.memories.writer import Invalidate, MemoryWriter, NewMemory
 from tether.privacy.filter import PrivacyFilter
 from tether.privacy.tenant_filters import TenantFilters
 from tether.providers.base import EmbeddingProvider
+from tether.recall.models import Memory, active_now
+from tether.recall.services import may_see_private
 from tether.turns.repositories import TurnRepository
 
-PRIVATE = "relationship_memory:private"
 MEMORIES = LimitName.MEMORIES
 _FUTURE_SKEW = timedelta(minutes=5)
 
@@ -88,11 +88,6 @@ def _consolidation(r: ConsolidationRecord) -> s.ConsolidationRead:
         r.reason,
         r.created_at,
     )
-
-
-def may_see_private(enforcer: PolicyEnforcer, principal: Principal, action: str = "read") -> bool:
-    """Creators' private notes: only for roles a policy grants them (never pool operators)."""
-    return enforcer.decide(principal.role.value, PRIVATE, action).allowed
 
 
 class MemoryService:

@@ -23,10 +23,10 @@ from tether.memories.consolidation import ExistingMemory, consolidate, matches_f
 from tether.memories.enums import MemoryLayer, MemoryType, Outcome, Polarity
 from tether.memories.extraction import Candidate, TurnText, extract, summarize_session
 from tether.memories.extraction.llm_step import refine
-from tether.memories.models import Memory
 from tether.memories.repositories import ConsolidationLogRepository, MemoryRepository
 from tether.memories.writer import Invalidate, MemoryWriter, NewMemory, layer_for
 from tether.providers.base import ChatProvider, EmbeddingProvider
+from tether.recall.models import Memory
 from tether.turns.repositories import ChatSessionRepository, TurnRepository
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tether.core.ids import TenantId
-from tether.memories.models import Memory
+from tether.recall.models import Memory
 
 
 async def stored_memories(session: AsyncSession, tenant_id: TenantId) -> int:

@@ -17,9 +17,9 @@ from tenancy.ids import RelationshipScope
 from tether.core.ids import new_id
 from tether.core.unit_of_work import on_commit
 from tether.memories.enums import MemoryLayer
-from tether.memories.models import Memory
 from tether.memories.repositories import MemoryRepository, MemoryVersionRepository
 from tether.providers.base import EmbeddingProvider, ProviderError
+from tether.recall.models import Memory
 from tether.recall.text import tokenize
 
 log = logging.getLogger(__name__)

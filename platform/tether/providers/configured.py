@@ -10,8 +10,6 @@ from tether.providers.factory import (
     create_chat_provider,
     create_embedding_provider,
 )
-from tether.recall import text
-from tether.recall.weights import RankWeights
 
 
 def embedding_provider(settings: Settings) -> EmbeddingProvider:
@@ -44,32 +42,8 @@ def chat_provider(settings: Settings) -> ChatProvider | None:
     )
 
 
-def rank_weights(settings: Settings) -> RankWeights:
-    r = settings.recall
-    return RankWeights(
-        fusion=r.fusion,
-        rrf_k=r.rrf_k,
-        min_similarity=r.min_similarity,
-        bm25_k1=r.bm25_k1,
-        bm25_b=r.bm25_b,
-        lexical_weight=r.lexical_weight,
-        vector_weight=r.vector_weight,
-        neighbour_weight=r.neighbour_weight,
-        neighbour_window=r.neighbour_window,
-        decay_half_life_days=r.decay_half_life_days,
-        decay_floor=r.decay_floor,
-        importance_floor=r.importance_floor,
-        confidence_floor=r.confidence_floor,
-    )
-
-
-def warm_up(settings: Settings, embedder: EmbeddingProvider) -> None:
-    """Load the jieba dictionary and a local embedding model now (blocking)."""
-    cache = settings.data_dir / "cache"
-    try:
-        text.warm_up(cache)
-    except OSError:  # a read-only data dir: jieba keeps its cache in the temp dir
-        text.warm_up()
+def warm_up_embedder(embedder: EmbeddingProvider) -> None:
+    """Load a local embedding model now (blocking)."""
     load = getattr(embedder, "warm_up", None)
     if callable(load):
         load()

@@ -22,15 +22,14 @@ import numpy.typing as npt
 
 @dataclass(frozen=True, slots=True)
 class Bm25Parts:
-    """A built index's arrays: ``terms`` in term-id order, the postings (document,
-    weight, term frequency) and each document's length in tokens."""
+    """A built index's arrays: ``terms`` in term-id order, the postings (document and
+    weight), and how many documents it indexes."""
 
     terms: list[str]
     offsets: npt.NDArray[np.int64]
     docs: npt.NDArray[np.int32]
     weights: npt.NDArray[np.float32]
-    counts: npt.NDArray[np.int32]
-    lengths: npt.NDArray[np.int32]
+    size: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +47,7 @@ class Bm25Params:
 class Bm25Index:
     """One partition's BM25 postings; immutable once built, safe to share across requests."""
 
-    __slots__ = ("_counts", "_docs", "_lengths", "_offsets", "_vocabulary", "_weights", "size")
+    __slots__ = ("_docs", "_offsets", "_vocabulary", "_weights", "size")
 
     def __init__(
         self,
@@ -56,17 +55,13 @@ class Bm25Index:
         offsets: npt.NDArray[np.int64],
         docs: npt.NDArray[np.int32],
         weights: npt.NDArray[np.float32],
-        counts: npt.NDArray[np.int32],
-        lengths: npt.NDArray[np.int32],
+        size: int,
     ) -> None:
         self._vocabulary = vocabulary
         self._offsets = offsets
         self._docs = docs
         self._weights = weights
-        # Kept to recompute the weights when documents are added or removed (rearranged).
-        self._counts = counts
-        self._lengths = lengths
-        self.size = len(lengths)
+        self.size = size
 
     @classmethod
     def build(
@@ -133,76 +128,25 @@ class Bm25Index:
         weights = _weights(terms, docs, counts, lengths, params)
         offsets = np.zeros(len(vocabulary) + 1, dtype=np.int64)
         np.cumsum(np.bincount(terms, minlength=len(vocabulary)), out=offsets[1:])
-        return cls(
-            vocabulary,
-            offsets,
-            docs.astype(np.int32),
-            weights,
-            counts.astype(np.int32),
-            lengths.astype(np.int32),
-        )
-
-    def rearranged(
-        self, source: npt.NDArray[np.intp], added: Sequence[Sequence[str]], params: Bm25Params
-    ) -> Bm25Index:
-        """The index of another set of documents, most of them already indexed here:
-        document ``i`` is this index's document ``source[i]``, or where ``source[i]`` is
-        -1, the next of ``added`` (pre-tokenized). Scores equal those of an index built
-        from scratch over the same documents (the weights are recomputed from the kept
-        term frequencies and lengths); only the term numbering differs."""
-        size = len(source)
-        kept = source >= 0
-        if int(np.count_nonzero(~kept)) != len(added):
-            raise ValueError("one added document per -1 in source")
-        row_of = np.full(self.size + 1, -1, dtype=np.int64)  # +1: a valid index when empty
-        row_of[source[kept]] = np.flatnonzero(kept)
-        # The kept postings, renumbered: still sorted when the kept documents keep
-        # their relative order (the partition order is by time, and a document whose
-        # time changed is re-added, not kept).
-        terms = np.repeat(np.arange(len(self._vocabulary), dtype=np.int64), np.diff(self._offsets))
-        docs = row_of[self._docs]
-        keep = docs >= 0
-        terms, docs, counts = terms[keep], docs[keep], self._counts[keep].astype(np.int64)
-        lengths = np.zeros(size, dtype=np.int64)
-        lengths[kept] = self._lengths[source[kept]]
-        vocabulary = self._vocabulary
-        if added:
-            vocabulary = dict(vocabulary)  # this index is shared: never grow its own
-            added_lengths = np.fromiter(map(len, added), np.int64, len(added))
-            lengths[~kept] = added_lengths
-            flat = [term for tokens in added for term in tokens]
-            new_terms = np.fromiter(
-                (vocabulary.setdefault(t, len(vocabulary)) for t in flat), np.int64, len(flat)
-            )
-            new_docs = np.repeat(np.flatnonzero(~kept), added_lengths)
-            more = _postings(new_terms, new_docs, size)
-            terms, docs, counts = _merged((terms, docs, counts), more, size)
-        return self._indexed(vocabulary, terms, docs, counts, lengths, params)
+        return cls(vocabulary, offsets, docs.astype(np.int32), weights, len(lengths))
 
     @property
     def nbytes(self) -> int:
         """An estimate of the bytes it holds: its arrays, and ≈ 120 per vocabulary term
         (the string and its dictionary entry)."""
-        arrays = (self._offsets, self._docs, self._weights, self._counts, self._lengths)
+        arrays = (self._offsets, self._docs, self._weights)
         return sum(a.nbytes for a in arrays) + 120 * len(self._vocabulary)
 
     def parts(self) -> Bm25Parts:
         """The index as plain arrays (for the hot tier), rebuilt by :meth:`from_parts`."""
         return Bm25Parts(
-            list(self._vocabulary),
-            self._offsets,
-            self._docs,
-            self._weights,
-            self._counts,
-            self._lengths,
+            list(self._vocabulary), self._offsets, self._docs, self._weights, self.size
         )
 
     @classmethod
     def from_parts(cls, parts: Bm25Parts) -> Bm25Index:
         vocabulary = {term: i for i, term in enumerate(parts.terms)}
-        return cls(
-            vocabulary, parts.offsets, parts.docs, parts.weights, parts.counts, parts.lengths
-        )
+        return cls(vocabulary, parts.offsets, parts.docs, parts.weights, parts.size)
 
     def scores(self, query_tokens: Sequence[str]) -> npt.NDArray[np.float32]:
         """BM25 score of every document (0 where no query term occurs).
@@ -230,19 +174,6 @@ def _postings(
     width = max(size, 1)
     pairs, counts = np.unique(terms_per_token * width + docs_per_token, return_counts=True)
     return pairs // width, pairs % width, counts.astype(np.int64)
-
-
-def _merged(first: Postings, second: Postings, size: int) -> Postings:
-    """Two sorted postings lists of disjoint documents as one, sorted."""
-    width = max(size, 1)
-    a = first[0] * width + first[1]
-    b = second[0] * width + second[1]
-    if len(a) > 1 and not bool(np.all(a[1:] > a[:-1])):
-        order = np.argsort(a)
-        a, first = a[order], (first[0][order], first[1][order], first[2][order])
-    at = np.searchsorted(a, b)
-    keys = np.insert(a, at, b)
-    return keys // width, keys % width, np.insert(first[2], at, second[2])
 
 
 def _weights(

@@ -11,11 +11,30 @@ from tenancy.access.principal import Principal
 from tenancy.relationships.directory import RelationshipDirectory
 from tether.core.resources import Resources
 from tether.providers.base import EmbeddingProvider
-from tether.providers.configured import rank_weights
-from tether.recall.hot import PartitionStore
+from tether.recall.cold import ColdReader
+from tether.recall.local import LocalCopies
 from tether.recall.reinforcement import ReinforcementBuffer
 from tether.recall.search import SearchService
 from tether.recall.services import Recall
+from tether.recall.store import PartitionStore
+from tether.recall.versions import PartitionVersions
+from tether.recall.weights import rank_weights
+
+
+def partition_store(resources: Resources, embedding_model: str) -> PartitionStore:
+    """An API process's partition store (one per event loop)."""
+    settings = resources.settings
+    recall, weights = settings.recall, rank_weights(settings)
+    return PartitionStore(
+        PartitionVersions(resources.hot_redis, resources.redis, retry=True),
+        resources.hot_redis,
+        resources.bulk_redis,
+        ColdReader(weights, embedding_model),
+        weights,
+        ttl_seconds=recall.hot_ttl_seconds,
+        local=LocalCopies(recall.local_partitions, recall.local_megabytes * 1024 * 1024),
+        sessions=resources.sessions,
+    )
 
 
 def provide_recall(

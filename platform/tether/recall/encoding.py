@@ -1,193 +1,122 @@
-"""The encoded form of a built partition, shared by the Redis copy and the Postgres
-snapshot: records, BM25 postings and the per-row columns ranking needs, as flat arrays,
-so a reader decodes instead of re-indexing; float16 vectors in the Redis copy only (a
-snapshot leaves them in pgvector)."""
+"""A whole partition as its Redis copy: every column and the built BM25 postings as flat
+arrays, the vectors as float16, so that another process decodes it instead of reading
+Postgres and indexing again (a 5,000-memory copy is a few megabytes)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
-
 import msgspec
 import numpy as np
-import numpy.typing as npt
 
-from tether.recall.bm25 import Bm25Index, Bm25Params, Bm25Parts
-from tether.recall.loaded import (
-    STATISTICS_ROW,
-    LoadedPartition,
-    PartitionColumns,
-    PartitionRecord,
-    Vector,
-    from_columns,
-    occurred_seconds,
-    statistics_table,
-)
-from tether.recall.partition import neighbour_table
+from tether.recall.bm25 import Bm25Index, Bm25Parts
+from tether.recall.index import PartitionIndex
+from tether.recall.partition import Partition, Texts
 
 
-class EncodedPartition(msgspec.Struct, array_like=True):
-    layout: str  # the format and the ranking parameters the index was built with
-    version: str  # the Redis version token it was built under ("" in a snapshot)
-    records: tuple[PartitionRecord, ...]
+class Blob(msgspec.Struct, array_like=True):
+    layout: str  # the format and the ranking parameters it was built with
+    version: str  # the version token it was built under
+    keys: bytes
+    kinds: bytes  # int16
+    layers: bytes  # int16
+    occurred: bytes  # int64 microseconds
+    expires_at: bytes  # float64 seconds
+    private: bytes  # bool
+    texts: tuple[tuple[str | None, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]
     terms: list[str]
     offsets: bytes  # int64
-    postings: bytes  # int32 document rows
+    postings: bytes  # int32 rows
     weights: bytes  # float32
-    counts: bytes  # int32 term frequency of each posting
-    lengths: bytes  # int32 tokens of each document
-    keys: bytes  # the ids, 16 bytes each
-    statistics: bytes  # STATISTICS_ROW rows as built
-    occurred: bytes  # float64 POSIX seconds
+    importance: bytes  # float64, and so are the next three
+    confidence: bytes
+    strength: bytes
+    reference_time: bytes
     neighbours: bytes  # int32, PartitionIndex.neighbours
-    private: bytes  # bool
+    has_vector: bytes  # bool
     dimension: int  # 0: no vectors
-    vectors: bytes  # float16 rows, zero rows where a memory has no vector
-    has_vector: bytes  # bool, with the vectors
-
-    def bm25(self) -> Bm25Index:
-        return Bm25Index.from_parts(
-            Bm25Parts(
-                self.terms,
-                np.frombuffer(self.offsets, dtype=np.int64),
-                np.frombuffer(self.postings, dtype=np.int32),
-                np.frombuffer(self.weights, dtype=np.float32),
-                np.frombuffer(self.counts, dtype=np.int32),
-                np.frombuffer(self.lengths, dtype=np.int32),
-            )
-        )
-
-    def matrix(self) -> Vector | None:
-        if not self.dimension or not self.records:
-            return None
-        halves = np.frombuffer(self.vectors, dtype=np.float16)
-        return halves.reshape(len(self.records), self.dimension).astype(np.float32)
-
-    def has_vectors(self) -> npt.NDArray[np.bool_]:
-        return np.frombuffer(self.has_vector, dtype=np.bool_)
+    vectors: bytes  # float16 rows, zero where a memory has none
 
 
 _encoder = msgspec.msgpack.Encoder()
-_decoder = msgspec.msgpack.Decoder(EncodedPartition)
+_decoder = msgspec.msgpack.Decoder(Blob)
 
 
-def encode(layout: str, version: str, partition: LoadedPartition, *, vectors: bool) -> bytes:
-    records, index = partition.records, partition.index
-    matrix = index.matrix if vectors else None
-    parts = index.bm25.parts()
+def encode(layout: str, partition: Partition) -> bytes:
+    """The Redis copy of a whole partition (one with texts)."""
+    texts, index = partition.texts, partition.index
+    if texts is None:
+        raise ValueError("only a whole partition is stored")
+    parts, matrix = index.bm25.parts(), index.matrix
     return _encoder.encode(
-        EncodedPartition(
+        Blob(
             layout=layout,
-            version=version,
-            records=records,
+            version=partition.version,
+            keys=partition.keys,
+            kinds=partition.kinds.tobytes(),
+            layers=partition.layers.tobytes(),
+            occurred=partition.occurred.tobytes(),
+            expires_at=partition.expires_at.tobytes(),
+            private=partition.private.tobytes(),
+            texts=(texts.external_ids, texts.contents, texts.types, texts.layers),
             terms=parts.terms,
             offsets=parts.offsets.tobytes(),
             postings=parts.docs.tobytes(),
             weights=parts.weights.tobytes(),
-            counts=parts.counts.tobytes(),
-            lengths=parts.lengths.tobytes(),
-            keys=b"".join(r.key for r in records),
-            statistics=statistics_table(records).tobytes(),
-            occurred=occurred_seconds(records).tobytes(),
+            importance=index.importance.tobytes(),
+            confidence=index.confidence.tobytes(),
+            strength=index.strength.tobytes(),
+            reference_time=index.reference_time.tobytes(),
             neighbours=index.neighbours.astype(np.int32).tobytes(),
-            private=partition.private.tobytes(),
+            has_vector=index.has_vector.tobytes(),
             dimension=0 if matrix is None else int(matrix.shape[1]),
             vectors=b"" if matrix is None else matrix.astype(np.float16).tobytes(),
-            has_vector=index.has_vector.tobytes() if vectors else b"",
         )
     )
 
 
-def decode(raw: bytes) -> EncodedPartition | None:
-    """None for a value of another release's layout (it is rebuilt)."""
+def decode(raw: bytes, layout: str, window: int) -> Partition | None:
+    """The partition of a Redis copy; None for a copy of another layout (another
+    release, other ranking parameters), which is then rebuilt."""
     try:
-        return _decoder.decode(raw)
+        blob = _decoder.decode(raw)
     except msgspec.DecodeError:
         return None
-
-
-@dataclass(frozen=True, slots=True)
-class Changes:
-    """How a partition's current rows differ from an encoded one: row ``i`` is the
-    encoded row ``origin[i]``, or where that is -1, the next of ``added`` (read from its
-    row, with its tokens in ``added_tokens``)."""
-
-    origin: npt.NDArray[np.intp]
-    added: Sequence[PartitionRecord]
-    added_tokens: list[list[str]]
-    params: Bm25Params  # the BM25 parameters the encoded index was built with
-
-
-def _as_encoded(encoded: EncodedPartition, window: int) -> PartitionColumns:
-    count = len(encoded.records)
-    neighbours = np.frombuffer(encoded.neighbours, np.int32).reshape(count, 2 * window)
-    return PartitionColumns(
-        records=encoded.records,
-        built=np.frombuffer(encoded.statistics, dtype=STATISTICS_ROW),
-        occurred=np.frombuffer(encoded.occurred, dtype=np.float64),
-        private=np.frombuffer(encoded.private, dtype=np.bool_),
-        neighbours=neighbours.astype(np.intp),
-        bm25=encoded.bm25(),
+    if blob.layout != layout:
+        return None
+    size = len(blob.keys) // 16
+    matrix = None
+    if blob.dimension and size:
+        halves = np.frombuffer(blob.vectors, dtype=np.float16)
+        matrix = halves.reshape(size, blob.dimension).astype(np.float32)
+    bm25 = Bm25Index.from_parts(
+        Bm25Parts(
+            blob.terms,
+            np.frombuffer(blob.offsets, dtype=np.int64),
+            np.frombuffer(blob.postings, dtype=np.int32),
+            np.frombuffer(blob.weights, dtype=np.float32),
+            size,
+        )
     )
-
-
-def _as_changed(encoded: EncodedPartition, changes: Changes, window: int) -> PartitionColumns:
-    """The encoded partition with ``changes`` applied: what indexing the current rows
-    would build, without indexing the rows it already holds."""
-    origin, added = changes.origin, changes.added
-    kept = origin >= 0
-    from_encoded = origin[kept]
-    pending = iter(added)
-    records = tuple(encoded.records[row] if row >= 0 else next(pending) for row in origin.tolist())
-
-    def column(raw: npt.NDArray[Any], new: npt.NDArray[Any]) -> npt.NDArray[Any]:
-        out = np.empty(len(origin), dtype=raw.dtype)
-        out[kept] = raw[from_encoded]
-        out[~kept] = new
-        return out
-
-    built = column(np.frombuffer(encoded.statistics, dtype=STATISTICS_ROW), statistics_table(added))
-    occurred = column(np.frombuffer(encoded.occurred, dtype=np.float64), occurred_seconds(added))
-    private = column(
-        np.frombuffer(encoded.private, dtype=np.bool_),
-        np.fromiter((r.private_to_creator for r in added), np.bool_, len(added)),
-    )
-    groups = [r.group for r in records]
-    return PartitionColumns(
-        records=records,
-        built=built,
-        occurred=occurred,
-        private=private,
-        neighbours=neighbour_table(groups, np.arange(len(records), dtype=np.int64), window),
-        bm25=encoded.bm25().rearranged(origin, changes.added_tokens, changes.params),
-    )
-
-
-def loaded(
-    encoded: EncodedPartition,
-    version: str,
-    source: str,
-    window: int,
-    *,
-    has_vector: npt.NDArray[np.bool_],
-    matrix: Vector | None = None,
-    similarity: Vector | None = None,
-    statistics: npt.NDArray[np.void] | None = None,
-    changes: Changes | None = None,
-) -> LoadedPartition:
-    """The partition ``encoded`` holds, with ``changes`` applied, and ``statistics``
-    (``STATISTICS_ROW``, one per current row; as built if None) taken as the current
-    ones. ``window``: the neighbour window it was built with (part of its layout)."""
-    columns = (
-        _as_encoded(encoded, window) if changes is None else _as_changed(encoded, changes, window)
-    )
-    return from_columns(
-        columns,
-        version,
-        source,
-        has_vector=has_vector,
+    neighbours = np.frombuffer(blob.neighbours, dtype=np.int32).reshape(size, 2 * window)
+    index = PartitionIndex(
+        keys=np.arange(size, dtype=np.int64),
+        bm25=bm25,
         matrix=matrix,
-        similarity=similarity,
-        statistics=statistics,
+        has_vector=np.frombuffer(blob.has_vector, dtype=np.bool_),
+        importance=np.frombuffer(blob.importance, dtype=np.float64),
+        confidence=np.frombuffer(blob.confidence, dtype=np.float64),
+        strength=np.frombuffer(blob.strength, dtype=np.float64),
+        reference_time=np.frombuffer(blob.reference_time, dtype=np.float64),
+        neighbours=neighbours.astype(np.intp),
+    )
+    return Partition(
+        index=index,
+        keys=blob.keys,
+        kinds=np.frombuffer(blob.kinds, dtype=np.int16),
+        layers=np.frombuffer(blob.layers, dtype=np.int16),
+        occurred=np.frombuffer(blob.occurred, dtype=np.int64),
+        expires_at=np.frombuffer(blob.expires_at, dtype=np.float64),
+        private=np.frombuffer(blob.private, dtype=np.bool_),
+        version=blob.version,
+        source="hot",
+        texts=Texts(*blob.texts),
     )

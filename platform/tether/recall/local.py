@@ -12,18 +12,18 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from tether.recall.loaded import LoadedPartition
+from tether.recall.partition import Partition
 
 Key = tuple[uuid.UUID, uuid.UUID]  # (tenant, relationship)
 
-# Per memory, beyond its arrays: the record struct, its id, times and strings, and the
+# Per memory, beyond its arrays: its strings and their tuples' slots, and the
 # vocabulary's share (an estimate: measured totals are in docs/scaling.md).
 RECORD_BYTES = 1_000
 
 
-def footprint(partition: LoadedPartition) -> int:
-    """An estimate of the bytes ``partition`` holds: its arrays exactly, its records
-    and texts approximately (two bytes per character)."""
+def footprint(partition: Partition) -> int:
+    """An estimate of the bytes ``partition`` holds: its arrays exactly, its texts
+    approximately (two bytes per character)."""
     index = partition.index
     arrays = (
         index.keys,
@@ -33,20 +33,22 @@ def footprint(partition: LoadedPartition) -> int:
         index.strength,
         index.reference_time,
         index.neighbours,
+        partition.kinds,
+        partition.layers,
+        partition.occurred,
         partition.expires_at,
         partition.private,
     )
-    size = sum(a.nbytes for a in arrays) + index.bm25.nbytes
+    size = sum(a.nbytes for a in arrays) + index.bm25.nbytes + len(partition.keys)
     if index.matrix is not None:
         size += index.matrix.nbytes
-    if partition.similarity is not None:
-        size += partition.similarity.nbytes
-    return size + sum(RECORD_BYTES + 2 * len(r.content) for r in partition.records)
+    texts = () if partition.texts is None else partition.texts.contents
+    return size + sum(RECORD_BYTES + 2 * len(content) for content in texts)
 
 
 @dataclass(slots=True)
 class LocalCopy:
-    partition: LoadedPartition
+    partition: Partition
     size: int
     loaded_at: float
     touched_at: float
@@ -76,7 +78,7 @@ class LocalCopies:
         self._copies.move_to_end(key)
         return copy
 
-    def put(self, key: Key, partition: LoadedPartition) -> None:
+    def put(self, key: Key, partition: Partition) -> None:
         """Keep ``partition``, evicting the least recently used copies beyond the
         bounds (a partition larger than the byte bound alone is not kept)."""
         self.drop(key)

@@ -24,7 +24,7 @@ from tether.recall.fusion import (
     scaled_lexical,
     scaled_similarity,
 )
-from tether.recall.partition import PartitionIndex
+from tether.recall.index import PartitionIndex
 from tether.recall.weights import RankWeights
 
 FloatArray = npt.NDArray[np.float64]

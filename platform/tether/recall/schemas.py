@@ -9,7 +9,7 @@ from typing import Annotated
 import msgspec
 
 from tether.core.text import SHORT_TEXT_CHARS, items, text
-from tether.memories.enums import MemoryLayer, MemoryType
+from tether.recall.enums import MemoryLayer, MemoryType
 
 Query = Annotated[str, text(SHORT_TEXT_CHARS, min_length=1)]
 

@@ -8,9 +8,8 @@ import uuid
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.principal import Principal
 from tenancy.relationships.directory import RelationshipDirectory
-from tether.memories.services import may_see_private
 from tether.recall.schemas import SearchRequest, SearchResponse
-from tether.recall.services import Recall, hit
+from tether.recall.services import Recall, hit, may_see_private
 
 
 class SearchService:

@@ -15,29 +15,35 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenancy.access.policy import PolicyEnforcer
+from tenancy.access.principal import Principal
 from tenancy.ids import RelationshipScope
 from tether.core.instruments import record_recall
 from tether.core.settings import Settings
 from tether.core.telemetry import annotate, traced
 from tether.providers.base import EmbeddingProvider, ProviderError
-from tether.recall.hot import PartitionStore
-from tether.recall.loaded import PartitionRecord
-from tether.recall.query_read import QueryPartition, RankedPartition
+from tether.providers.configured import warm_up_embedder
+from tether.recall import text
+from tether.recall.partition import Partition, RecalledMemory
 from tether.recall.ranker import Explanation, rank
 from tether.recall.reinforcement import ReinforcementBuffer
 from tether.recall.schemas import ExplanationRead, SearchHit
+from tether.recall.store import PartitionStore
 from tether.recall.text import tokenize
 from tether.recall.weights import RankWeights
+
+# The policy object of creators' private notes.
+PRIVATE = "relationship_memory:private"
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
 class Recalled:
-    hits: list[tuple[PartitionRecord, Explanation]]
+    hits: list[tuple[RecalledMemory, Explanation]]
     # The memory whose relevance spread to a hit (its neighbour in the same session).
     neighbours: dict[uuid.UUID, uuid.UUID] = field(default_factory=dict)
-    latest_summary: PartitionRecord | None = None
+    latest_summary: RecalledMemory | None = None
     degraded: list[str] = field(default_factory=list)
     tier: str = "cold"
     timings_ms: dict[str, float] = field(default_factory=dict)
@@ -60,9 +66,7 @@ def explanation(e: Explanation, neighbour_id: uuid.UUID | None = None) -> Explan
     )
 
 
-def hit(
-    record: PartitionRecord, e: Explanation, neighbour_id: uuid.UUID | None = None
-) -> SearchHit:
+def hit(record: RecalledMemory, e: Explanation, neighbour_id: uuid.UUID | None = None) -> SearchHit:
     return SearchHit(
         id=record.id,
         external_id=record.external_id,
@@ -73,6 +77,21 @@ def hit(
         score=e.final_score,
         explanation=explanation(e, neighbour_id),
     )
+
+
+def may_see_private(enforcer: PolicyEnforcer, principal: Principal, action: str = "read") -> bool:
+    """Creators' private notes: only for roles a policy grants them (never pool operators)."""
+    return enforcer.decide(principal.role.value, PRIVATE, action).allowed
+
+
+def warm_up(settings: Settings, embedder: EmbeddingProvider) -> None:
+    """Load the tokenizer's dictionary and a local embedding model now (blocking; before
+    the first request, and before a worker forks)."""
+    try:
+        text.warm_up(settings.data_dir / "cache")
+    except OSError:  # a read-only data dir: jieba keeps its cache in the temp dir
+        text.warm_up()
+    warm_up_embedder(embedder)
 
 
 def _ms(start: float) -> float:
@@ -151,9 +170,11 @@ class Recall:
             result.degraded.append("embedding")
         ranking_started = time.perf_counter()
         now = datetime.now(UTC)
-        visible = _visible(partition, now, include_private)
-        ranked = self._rank(partition, tokens, vector, k, types, layers, visible, now)
-        latest = partition.latest_visible_summary(visible)
+        visible = partition.visible(now, include_private)
+        ranked = self._rank(
+            partition, tokens, vector, k, visible & partition.allowed(types, layers), now
+        )
+        latest = partition.latest_summary(visible)
         ranked_ms = _ms(ranking_started)
         texts_started = time.perf_counter()
         allowed = _Allowed(now, include_private, types, layers)
@@ -179,19 +200,19 @@ class Recall:
         self,
         result: Recalled,
         scope: RelationshipScope,
-        partition: RankedPartition,
+        partition: Partition,
         ranked: list[tuple[int, Explanation]],
         latest: int | None,
         allowed: _Allowed,
     ) -> None:
-        """``result``'s hits, neighbours and latest summary: the records of the rows
-        ranked, and of the latest visible summary."""
+        """``result``'s hits, neighbours and latest summary, from the memories of the
+        rows ranked and of the latest visible summary."""
         wanted = [row for row, _ in ranked] + ([] if latest is None else [latest])
-        found = await self._store.records(self._session, scope, partition, wanted)
-        # Read after the ranking for a query read: a memory that a write made inactive
-        # since has no record, and one a write moved out of what the caller asked for
-        # or may see is dropped; both are left out, as a read a moment later would.
-        records = {row: record for row, record in found.items() if allowed(record)}
+        found = await self._store.recalled(self._session, scope, partition, wanted)
+        # Read after the ranking for a cold partition: a memory that a write made
+        # inactive since has none, and one a write moved out of what the caller asked
+        # for or may see is dropped; both are left out, as a read a moment later would.
+        records = {row: memory for row, memory in found.items() if allowed(memory)}
         result.hits = [(records[row], e) for row, e in ranked if row in records]
         result.neighbours = {
             records[row].id: partition.memory_id(e.neighbour_key)
@@ -203,20 +224,15 @@ class Recall:
     @traced("recall.rank")
     def _rank(
         self,
-        partition: RankedPartition,
+        partition: Partition,
         tokens: list[str],
         vector: npt.NDArray[np.float32] | None,
         k: int,
-        types: Sequence[str] | None,
-        layers: Sequence[str] | None,
-        visible: npt.NDArray[np.bool_],
+        allowed: npt.NDArray[np.bool_],
         now: datetime,
     ) -> list[tuple[int, Explanation]]:
-        if isinstance(partition, QueryPartition) and not set(tokens) <= set(partition.terms):
+        if partition.terms is not None and not set(tokens) <= set(partition.terms):
             raise ValueError("a partition read for one query ranks that query only")
-        allowed = visible.copy()
-        if (chosen := partition.allowed(types, layers)) is not None:
-            allowed &= chosen
         return rank(
             tokens,
             vector,
@@ -231,28 +247,18 @@ class Recall:
 
 @dataclass(frozen=True, slots=True)
 class _Allowed:
-    """Whether the caller may receive a record: the test ``_visible`` and the filters
-    apply to a partition's rows, applied to the record itself."""
+    """Whether the caller may receive a memory: what ``Partition.visible`` and
+    ``allowed`` test of a partition's rows, tested of the memory as read for the response."""
 
     now: datetime
     include_private: bool
     types: Sequence[str] | None
     layers: Sequence[str] | None
 
-    def __call__(self, record: PartitionRecord) -> bool:
+    def __call__(self, memory: RecalledMemory) -> bool:
         return (
-            (record.expires_at is None or record.expires_at > self.now)
-            and (self.include_private or not record.private_to_creator)
-            and (self.types is None or record.memory_type in self.types)
-            and (self.layers is None or record.layer in self.layers)
+            memory.expires_at > self.now.timestamp()
+            and (self.include_private or not memory.private_to_creator)
+            and (self.types is None or memory.memory_type in self.types)
+            and (self.layers is None or memory.layer in self.layers)
         )
-
-
-def _visible(
-    partition: RankedPartition, now: datetime, include_private: bool
-) -> npt.NDArray[np.bool_]:
-    """Rows the caller may receive at all: not expired, and private notes only if allowed."""
-    visible = partition.expires_at > now.timestamp()
-    if not include_private:
-        visible &= ~partition.private
-    return visible

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from tether.core.settings import Settings
+
 
 @dataclass(frozen=True, slots=True)
 class RankWeights:
@@ -69,3 +71,23 @@ class RankWeights:
             raise ValueError("rrf_k must be at least 1")
         if self.decay_half_life_days <= 0 or self.neighbour_window < 0:
             raise ValueError("decay_half_life_days must be positive, neighbour_window >= 0")
+
+
+def rank_weights(settings: Settings) -> RankWeights:
+    """The weights ``settings`` configure (``TETHER_RECALL__...``)."""
+    r = settings.recall
+    return RankWeights(
+        fusion=r.fusion,
+        rrf_k=r.rrf_k,
+        min_similarity=r.min_similarity,
+        bm25_k1=r.bm25_k1,
+        bm25_b=r.bm25_b,
+        lexical_weight=r.lexical_weight,
+        vector_weight=r.vector_weight,
+        neighbour_weight=r.neighbour_weight,
+        neighbour_window=r.neighbour_window,
+        decay_half_life_days=r.decay_half_life_days,
+        decay_floor=r.decay_floor,
+        importance_floor=r.importance_floor,
+        confidence_floor=r.confidence_floor,
+    )

@@ -19,7 +19,7 @@ from tenancy.audit.log import Actor, AuditLog
 from tenancy.graph.services import GraphService
 from tenancy.relationships.directory import RelationshipDirectory
 from tether.core.resources import Resources
-from tether.memories.services import may_see_private
+from tether.recall.services import may_see_private
 from tether.rights import schemas as s
 from tether.rights.erasure import ErasureService
 from tether.rights.export import audited_relationship_export, export_user

@@ -28,9 +28,10 @@ from tenancy.resolve.schemas import PersonaRef, ResolveRequest, UserRef
 from tether.core import task_queues
 from tether.core.ids import TenantId
 from tether.core.unit_of_work import on_commit
-from tether.memories.models import ConsolidationRecord, Memory, MemoryVersion
+from tether.memories.models import ConsolidationRecord, MemoryVersion
 from tether.profiles.consent_cache import consent_key
-from tether.recall.hot import partition_keys
+from tether.recall.models import Memory
+from tether.recall.versions import partition_keys
 from tether.turns.models import Turn
 
 log = logging.getLogger(__name__)

@@ -22,8 +22,9 @@ from tenancy.models import GlobalUser, Relationship, UserFacet
 from tenancy.relationships.directory import RelationshipCard
 from tether.core.ids import TenantId
 from tether.core.tenant_sessions import tenant_session
-from tether.memories.models import Memory, MemoryVersion
+from tether.memories.models import MemoryVersion
 from tether.profiles.models import ConsentRecord, GlobalProfileField
+from tether.recall.models import Memory
 from tether.turns.models import Turn
 
 BATCH = 1000

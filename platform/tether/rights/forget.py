@@ -20,10 +20,11 @@ from tenancy.ids import RelationshipScope
 from tenancy.relationships.directory import RelationshipDirectory
 from tether.core.errors import NotFound, ServiceUnavailable
 from tether.core.unit_of_work import on_commit
-from tether.memories.models import ConsolidationRecord, Memory, MemoryVersion
+from tether.memories.models import ConsolidationRecord, MemoryVersion
 from tether.memories.repositories import MemoryRepository
-from tether.memories.services import may_see_private
 from tether.memories.writer import Invalidate, MemoryWriter
+from tether.recall.models import Memory
+from tether.recall.services import may_see_private
 from tether.recall.text import tokenize
 from tether.rights import schemas as s
 

@@ -17,8 +17,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from tether.core.database import async_url
+from tether.core.migrations import current_async, head_revision
 from tether.core.settings import Settings
-from tether.runtime.migrate import current_async, head_revision
 from tether.runtime.preflight import StartupError, ensure_port_free, ensure_writable_dir
 
 

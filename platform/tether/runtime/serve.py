@@ -12,8 +12,8 @@ from types import FrameType
 import uvicorn
 
 from tether.app import create_asgi
+from tether.core import migrations
 from tether.core.settings import Settings
-from tether.runtime import migrate
 from tether.runtime.preflight import DataDirLock, ensure_port_free, ensure_writable_dir
 from tether.runtime.services import backing_services
 
@@ -81,7 +81,7 @@ def serve(settings: Settings) -> None:
         lock.acquire()
     try:
         with backing_services(settings) as live:
-            migrate.upgrade(live.require_owner_url())
+            migrations.upgrade(live.require_owner_url())
             worker = start_worker(live)
             try:
                 config = uvicorn.Config(

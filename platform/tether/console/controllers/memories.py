@@ -25,7 +25,8 @@ from tether.core.resources import Resources
 from tether.memories.deps import provide_memory_service
 from tether.memories.enums import MemoryLayer, MemoryType
 from tether.memories.schemas import MemoryUpdate
-from tether.memories.services import MemoryService, may_see_private
+from tether.memories.services import MemoryService
+from tether.recall.services import may_see_private
 from tether.rights.controllers import provide_forget_service
 from tether.rights.export import audited_relationship_export
 from tether.rights.forget import ForgetService

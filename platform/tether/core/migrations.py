@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from tether.core.database import async_url
 from tether.core.partitions import is_partition
 
-# platform/tether/runtime/migrate.py -> the repository root
+# platform/tether/core/migrations.py -> the repository root
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 

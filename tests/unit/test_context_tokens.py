@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether.recall.tokens import estimate_tokens, truncate_to_tokens
+from tether.context.tokens import estimate_tokens, truncate_to_tokens
 
 
 @pytest.mark.parametrize(
