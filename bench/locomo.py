@@ -175,7 +175,7 @@ def search(client: httpx.Client, rid: str, question: Question, latency: Latency)
         latency.server_ms.append(float(timing.group(1)))
     body = response.json()
     latency.degraded.update(body["degraded"])
-    return [hit["external_id"] for hit in body["results"]]
+    return [hit["external_id"] for hit in body["items"]]
 
 
 def baseline(conversation: Conversation, tally: Tally) -> None:

@@ -109,7 +109,7 @@ async def hot_chess_and_go(
 
     async def contents() -> list[str]:
         answer = (await client.post(search, json={"query": "plays"}, headers=headers)).json()
-        return sorted(r["content"] for r in answer["results"])
+        return sorted(r["content"] for r in answer["items"])
 
     assert await contents() == [CHESS, GO]
     await wait_for_hot_copy(hot_redis, rid)

@@ -100,13 +100,13 @@ async def test_a_cold_read_for_one_query_answers_as_the_hot_copy_does(
         for query in QUERIES:
             cold, hot = await _cold_then_hot(client, resources, headers, rid, path, query)
             assert (cold["tier"], hot["tier"]) == ("cold", "local"), query
-            _assert_same_hits(cold["results"], hot["results"])
-            contents = [h["content"] for h in cold["results"]]
+            _assert_same_hits(cold["items"], hot["items"])
+            contents = [h["content"] for h in cold["items"]]
             if role == "gateway":
                 assert not any("creator" in c or "Private" in c for c in contents), contents
             if query["query"] == "nothing matches zebra" or "commitment" in query.get("types", []):
                 continue
-            assert cold["results"], query
+            assert cold["items"], query
 
 
 async def test_the_context_of_a_cold_read_for_one_query_is_the_hot_copys(

@@ -240,7 +240,7 @@ async def test_forget_previews_then_forgets_exactly_those(client, make_tenant, r
     assert (
         len(
             (await client.post(search, json={"query": "Sam", "k": 10}, headers=gateway)).json()[
-                "results"
+                "items"
             ]
         )
         == 2
@@ -252,7 +252,7 @@ async def test_forget_previews_then_forgets_exactly_those(client, make_tenant, r
     ).json()
     assert sorted(m["content"] for m in preview["memories"]) == sorted(memories[:2])
     assert (
-        len((await client.post(search, json={"query": "Sam"}, headers=gateway)).json()["results"])
+        len((await client.post(search, json={"query": "Sam"}, headers=gateway)).json()["items"])
         == 2
     )  # nothing yet
     other_key = await tenant.key("gateway")
@@ -279,14 +279,10 @@ async def test_forget_previews_then_forgets_exactly_those(client, make_tenant, r
         )
     ).json()
     assert done == {"forgotten": 2, "hard": True}
-    assert (await client.post(search, json={"query": "Sam"}, headers=gateway)).json()[
-        "results"
-    ] == []
+    assert (await client.post(search, json={"query": "Sam"}, headers=gateway)).json()["items"] == []
     assert [
         r["content"]
-        for r in (await client.post(search, json={"query": "tea"}, headers=gateway)).json()[
-            "results"
-        ]
+        for r in (await client.post(search, json={"query": "tea"}, headers=gateway)).json()["items"]
     ] == ["The user likes tea"]
     async with owner_sessions(resources)() as session:
         leftover = await session.scalar(

@@ -111,7 +111,7 @@ async def test_partition_copies_live_in_the_hot_redis_and_turns_in_the_other(
     found = await client.post(
         f"/v1/relationships/{rid}/search", json={"query": "成都"}, headers=headers
     )
-    assert "用户住在成都" in [r["content"] for r in found.json()["results"]]
+    assert "用户住在成都" in [r["content"] for r in found.json()["items"]]
 
 
 async def test_with_the_hot_redis_down_recall_reads_postgres_and_turns_are_accepted(
@@ -131,7 +131,7 @@ async def test_with_the_hot_redis_down_recall_reads_postgres_and_turns_are_accep
         answer = (await api.post(search, json={"query": "sister"}, headers=headers)).json()
         assert answer["tier"] == "cold"
         assert "redis" in answer["degraded"]
-        assert [r["content"] for r in answer["results"]] == ["The user's sister lives in Lyon"]
+        assert [r["content"] for r in answer["items"]] == ["The user's sister lives in Lyon"]
         turn = {"turns": [{"session_id": "s-1", "role": "user", "text": "hello"}]}
         accepted = await api.post(f"/v1/relationships/{rid}/turns", json=turn, headers=headers)
         assert accepted.status_code == 202, accepted.text

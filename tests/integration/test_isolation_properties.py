@@ -276,7 +276,7 @@ def _marks(text: str) -> set[str]:
 
 def _hits(rel: Rel, body: dict[str, Any], *, private_ok: bool, where: str) -> set[str]:
     ids = set()
-    for hit in body["results"]:
+    for hit in body["items"]:
         assert hit["id"] in rel.ever, f"{where}: {hit['content']!r} is not {rel.rid}'s memory"
         assert _marks(hit["content"]) <= rel.markers, f"{where}: foreign {hit['content']!r}"
         assert private_ok or not rel.active.get(hit["id"], False), f"{where}: private leaked"
@@ -562,12 +562,12 @@ async def test_a_private_note_never_surfaces_through_its_neighbours(
     }
     search, query = f"/v1/relationships/{rid}/search", {"query": "zzquokka gala", "k": 10}
     found = await _ok(client.post(search, json=query, headers=gateway))
-    for hit in found["results"]:
+    for hit in found["items"]:
         assert str(hit["id"]) not in private
         assert hit["explanation"]["neighbour_id"] not in private
         assert hit["explanation"]["neighbour_boost"] == 0.0
     own = await _ok(client.post(search, json=query, headers=creator))
-    assert private <= {str(hit["id"]) for hit in own["results"]}  # the creator still finds them
+    assert private <= {str(hit["id"]) for hit in own["items"]}  # the creator still finds them
     body = {"relationship_id": rid, "query": "what happened at the gala?"}
     context = await _ok(client.post("/v1/context", json=body, headers=gateway))
     assert "zzquokka" not in context["context"]

@@ -97,15 +97,15 @@ async def test_a_multi_page_pdf_in_two_languages_is_cited_by_page(client, admin)
     assert ready["embedded_chunks"] == ready["chunk_count"]
 
     english = await query(client, base_id, admin.admin, "How long is the warranty?")
-    best = english["results"][0]
+    best = english["items"][0]
     assert best["source"]["label"] == "manual.pdf#page=7"
     assert "two years" in best["text"]
     assert best["explanation"]["lexical_rank"] == 1
     assert english["degraded"] == []
 
     chinese = await query(client, base_id, admin.admin, "水壶保修多久？")
-    assert chinese["results"][0]["source"]["label"] == "manual.pdf#page=10"
-    assert chinese["results"][0]["source"]["page"] == 10
+    assert chinese["items"][0]["source"]["label"] == "manual.pdf#page=10"
+    assert chinese["items"][0]["source"]["page"] == 10
 
 
 async def test_markdown_passages_are_cited_by_section(client, admin) -> None:
@@ -114,10 +114,10 @@ async def test_markdown_passages_are_cited_by_section(client, admin) -> None:
     ready = await settled(client, base_id, document["id"], admin.admin)
     assert ready["status"] == "ready", ready
     found = await query(client, base_id, admin.admin, "how do I descale it with vinegar")
-    assert found["results"][0]["source"]["label"] == "guide.md#Descaling 除垢"
-    assert found["results"][0]["source"]["section"] == "Descaling 除垢"
+    assert found["items"][0]["source"]["label"] == "guide.md#Descaling 除垢"
+    assert found["items"][0]["source"]["section"] == "Descaling 除垢"
     found = await query(client, base_id, admin.admin, "怎么除垢")
-    assert found["results"][0]["source"]["section"] == "Descaling 除垢"
+    assert found["items"][0]["source"]["section"] == "Descaling 除垢"
 
 
 @pytest.mark.parametrize(
@@ -149,12 +149,12 @@ async def test_a_deleted_document_stops_answering_at_once(client, admin, setting
     for document in (keep, drop):
         await settled(client, base_id, document["id"], admin.admin)
     before = await query(client, base_id, admin.admin, "kettle lid")
-    assert {r["source"]["filename"] for r in before["results"]} == {"keep.txt", "drop.txt"}
+    assert {r["source"]["filename"] for r in before["items"]} == {"keep.txt", "drop.txt"}
 
     path = f"{BASES}/{base_id}/documents/{drop['id']}"
     assert (await client.delete(path, headers=admin.admin)).status_code == 204
     after = await query(client, base_id, admin.admin, "kettle lid")
-    assert {r["source"]["filename"] for r in after["results"]} == {"keep.txt"}
+    assert {r["source"]["filename"] for r in after["items"]} == {"keep.txt"}
     deleted = (await client.get(path, headers=admin.admin)).json()
     assert (deleted["status"], deleted["chunk_count"]) == ("deleted", 0)
     assert not (settings.data_dir / "knowledge" / admin.id / base_id / drop["id"]).exists()
@@ -167,7 +167,7 @@ async def test_reindex_replaces_the_passages(client, admin) -> None:
     base_id = await new_base(client, admin.admin, "reindex")
     document = await upload(client, base_id, admin.admin, "a.txt", b"Boil water for tea.")
     first = await settled(client, base_id, document["id"], admin.admin)
-    ids_before = {r["id"] for r in (await query(client, base_id, admin.admin, "tea"))["results"]}
+    ids_before = {r["id"] for r in (await query(client, base_id, admin.admin, "tea"))["items"]}
     response = await client.post(
         f"{BASES}/{base_id}/documents/{document['id']}/reindex", headers=admin.admin
     )
@@ -176,7 +176,7 @@ async def test_reindex_replaces_the_passages(client, admin) -> None:
     second = await settled(client, base_id, document["id"], admin.admin)
     assert second["status"] == "ready"
     assert second["indexed_at"] > first["indexed_at"]
-    ids_after = {r["id"] for r in (await query(client, base_id, admin.admin, "tea"))["results"]}
+    ids_after = {r["id"] for r in (await query(client, base_id, admin.admin, "tea"))["items"]}
     assert ids_after
     assert ids_after.isdisjoint(ids_before)
 
@@ -188,7 +188,7 @@ async def test_a_creator_queries_its_personas_base_but_not_another_tenants(
     document = await upload(client, base_id, admin.admin, "s.txt", b"The kettle holds 1.7 litres.")
     await settled(client, base_id, document["id"], admin.admin)
     gateway = await admin.key("gateway")
-    assert (await query(client, base_id, gateway, "litres"))["results"]
+    assert (await query(client, base_id, gateway, "litres"))["items"]
     other = await make_tenant()
     response = await client.post(
         f"{BASES}/{base_id}/query", json={"query": "litres"}, headers=other.admin

@@ -118,7 +118,7 @@ async def test_deactivate_and_delete_stop_recall(client, gateway) -> None:
     ).json()["id"]
     search = f"/v1/relationships/{rid}/search"
     found = (await client.post(search, json={"query": "hiking"}, headers=headers)).json()
-    assert {r["id"] for r in found["results"]} == {a, b}
+    assert {r["id"] for r in found["items"]} == {a, b}
     assert (
         await client.post(
             f"{url}/{a}/deactivate", json={"reason": "no longer true"}, headers=headers
@@ -126,7 +126,7 @@ async def test_deactivate_and_delete_stop_recall(client, gateway) -> None:
     ).status_code == 200
     assert (await client.delete(f"{url}/{b}", headers=headers)).status_code == 204
     after = (await client.post(search, json={"query": "hiking"}, headers=headers)).json()
-    assert after["results"] == []
+    assert after["items"] == []
     assert (await client.get(f"{url}/{b}", headers=headers)).status_code == 404
     inactive = (await client.get(url, params={"active": "false"}, headers=headers)).json()["items"]
     assert [m["id"] for m in inactive] == [a]
@@ -147,16 +147,16 @@ async def test_search_explains_each_result_in_chinese_and_english(client, gatewa
     zh = (
         await client.post(search, json={"query": "他喜欢吃什么辣的", "k": 2}, headers=headers)
     ).json()
-    assert zh["results"][0]["content"] == "用户喜欢吃四川火锅，越辣越好"
+    assert zh["items"][0]["content"] == "用户喜欢吃四川火锅，越辣越好"
     en = (
         await client.post(
             search, json={"query": "what is the name of my dog?", "k": 2}, headers=headers
         )
     ).json()
-    assert en["results"][0]["content"] == "The user's dog is called Biscuit"
-    explanation = en["results"][0]["explanation"]
+    assert en["items"][0]["content"] == "The user's dog is called Biscuit"
+    explanation = en["items"][0]["explanation"]
     assert explanation["lexical_rank"] == 1
-    assert explanation["final_score"] == en["results"][0]["score"]
+    assert explanation["final_score"] == en["items"][0]["score"]
     assert set(en["timings_ms"]) >= {"resolve", "load", "embed", "rank", "total"}
     assert en["degraded"] == []
     typed = (
@@ -164,7 +164,7 @@ async def test_search_explains_each_result_in_chinese_and_english(client, gatewa
             search, json={"query": "dog marathon", "types": ["event"]}, headers=headers
         )
     ).json()
-    assert [r["memory_type"] for r in typed["results"]] == ["event"]
+    assert [r["memory_type"] for r in typed["items"]] == ["event"]
 
 
 async def test_search_in_one_relationship_never_returns_anothers(
@@ -191,7 +191,7 @@ async def test_search_in_one_relationship_never_returns_anothers(
             headers=headers,
         )
     ).json()
-    assert [r["content"] for r in found["results"]] == ["my own garden"]
+    assert [r["content"] for r in found["items"]] == ["my own garden"]
     cross = await client.post(
         f"/v1/relationships/{foreign}/search", json={"query": "garden"}, headers=headers
     )

@@ -166,7 +166,7 @@ async def test_a_later_contradiction_supersedes_the_older_memory(
             f"/v1/relationships/{rid}/search", json={"query": "spicy food"}, headers=headers
         )
     ).json()
-    assert old["id"] not in [r["id"] for r in found["results"]]
+    assert old["id"] not in [r["id"] for r in found["items"]]
 
 
 async def test_a_duplicate_confirms_instead_of_adding(client, gateway, celery_worker) -> None:
@@ -273,7 +273,7 @@ async def test_expired_memories_are_swept(client, gateway, resources: Resources)
             f"/v1/relationships/{rid}/search", json={"query": "busy weekend"}, headers=headers
         )
     ).json()
-    assert found["results"] == []
+    assert found["items"] == []
 
     async def no_invalidate(_: object) -> None:
         return None

@@ -49,8 +49,8 @@ def _assert_same_answer(one: dict[str, Any], other: dict[str, Any]) -> None:
     """The same memories in the same order, with the same explanations up to how the
     vectors are rounded (a hot copy ranks float16 vectors against the float32 query,
     Postgres halfvecs against the query as a halfvec)."""
-    assert [r["id"] for r in one["results"]] == [r["id"] for r in other["results"]]
-    for found, expected in zip(one["results"], other["results"], strict=True):
+    assert [r["id"] for r in one["items"]] == [r["id"] for r in other["items"]]
+    for found, expected in zip(one["items"], other["items"], strict=True):
         found, expected = dict(found), dict(expected)
         assert found.pop("score") == pytest.approx(expected.pop("score"), rel=1e-4)
         explained, explaining = found.pop("explanation"), expected.pop("explanation")
@@ -72,7 +72,7 @@ async def test_the_copy_a_fill_keeps_answers_every_query_as_a_cold_read_does(
     fills = await _fills(client)
     first = await _search(client, headers, rid, "cello quartet")
     assert first["tier"] == "cold"
-    assert first["results"], "the query finds memories"
+    assert first["items"], "the query finds memories"
     await wait_for_hot_copy(resources.hot_redis, rid)
     assert await _fills(client) == fills + 1
     again = await _search(client, headers, rid, "cello quartet")
@@ -81,7 +81,7 @@ async def test_the_copy_a_fill_keeps_answers_every_query_as_a_cold_read_does(
     for query in ("爬山", "火锅 Lyon", "peanuts 小白"):
         kept = await _search(client, headers, rid, query)
         assert kept["tier"] == "local"
-        assert any(r["explanation"]["lexical_rank"] == 1 for r in kept["results"])
+        assert any(r["explanation"]["lexical_rank"] == 1 for r in kept["items"])
         await _evict(resources, rid)
         cold = await _search(client, headers, rid, query)
         assert cold["tier"] == "cold"
@@ -116,7 +116,7 @@ async def test_a_write_is_seen_by_the_next_read_from_any_tier(
         await wait_for_hot_copy(resources.hot_redis, rid)
     found = await _search(client, headers, rid, "Lyon 日语")
     assert found["tier"] == tier
-    contents = [r["content"] for r in found["results"]]
+    contents = [r["content"] for r in found["items"]]
     assert ("The user's sister lives in Lyon" in contents) == (change == "add")
     assert ("The user's brother lives in Lyon" in contents) == (change == "edit")
     assert ("用户在学日语" in contents) == (change == "add")
@@ -143,7 +143,7 @@ async def test_forgotten_and_erased_text_leaves_the_hot_tiers(
     )
     assert confirmed.status_code in {200, 201}, confirmed.text
     found = await _search(client, headers, rid, "Lyon sister")
-    assert all("Lyon" not in r["content"] for r in found["results"])
+    assert all("Lyon" not in r["content"] for r in found["items"])
     await wait_for_hot_copy(resources.hot_redis, rid)
     (blob,) = await resources.hot_redis.keys(f"tether:hot*:*:{rid}")
     held = await resources.hot_redis.get(blob)

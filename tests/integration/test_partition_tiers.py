@@ -37,7 +37,7 @@ async def _search(client: Any, headers: dict[str, str], rid: str) -> dict[str, A
 
 
 def _ranking(body: dict[str, Any]) -> list[str]:
-    return [hit["id"] for hit in body["results"]]
+    return [hit["id"] for hit in body["items"]]
 
 
 async def test_a_process_without_a_copy_fetches_the_redis_copy_only_if_it_exists(

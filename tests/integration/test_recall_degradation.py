@@ -74,12 +74,12 @@ async def test_a_failing_embedding_provider_degrades_to_lexical(
     search = f"/v1/relationships/{rid}/search"
     found = (await remote_client.post(search, json={"query": "cello"}, headers=headers)).json()
     assert found["degraded"] == ["embedding"]
-    assert [r["content"] for r in found["results"]] == ["The user plays the cello"]
-    assert found["results"][0]["explanation"]["vector_rank"] is None
+    assert [r["content"] for r in found["items"]] == ["The user plays the cello"]
+    assert found["items"][0]["explanation"]["vector_rank"] is None
     embedding_server.enqueue(Reply(delay=2.5))  # slower than the query deadline
     slow = (await remote_client.post(search, json={"query": "猫"}, headers=headers)).json()
     assert slow["degraded"] == ["embedding"]
-    assert [r["content"] for r in slow["results"]] == ["用户养了一只猫"]
+    assert [r["content"] for r in slow["items"]] == ["用户养了一只猫"]
     embedding_server.enqueue(Reply(status=503))
     context = (
         await remote_client.post(
@@ -99,8 +99,8 @@ async def test_a_failing_embedding_provider_degrades_to_lexical(
     assert (cold["tier"], hot["tier"]) == ("cold", "local")
     assert cold["degraded"] == hot["degraded"] == []
     # (equal up to the decay of the milliseconds between the two requests)
-    cold_scores = [r["score"] for r in cold["results"]]
-    assert cold_scores == pytest.approx([r["score"] for r in hot["results"]], rel=1e-6)
+    cold_scores = [r["score"] for r in cold["items"]]
+    assert cold_scores == pytest.approx([r["score"] for r in hot["items"]], rel=1e-6)
 
 
 async def test_a_healthy_embedding_provider_adds_the_vector_ranking(
@@ -123,7 +123,7 @@ async def test_a_healthy_embedding_provider_adds_the_vector_ranking(
         )
     ).json()
     assert found["degraded"] == []
-    assert found["results"][0]["explanation"]["vector_rank"] == 1
+    assert found["items"][0]["explanation"]["vector_rank"] == 1
 
 
 async def test_redis_down_reads_partitions_from_postgres_and_refills_after(
@@ -152,7 +152,7 @@ async def test_redis_down_reads_partitions_from_postgres_and_refills_after(
         ).json()
     assert during["tier"] == "cold"
     assert "redis" in during["degraded"]
-    assert [r["content"] for r in during["results"]] == ["The user's sister lives in Lyon"]
+    assert [r["content"] for r in during["items"]] == ["The user's sister lives in Lyon"]
     assert "Lyon" in context["context"]
     # Redis is back (the module's app): an evicted hot partition is rebuilt on demand.
     for key in await resources.hot_redis.keys("tether:hot*") + await resources.hot_redis.keys(

@@ -50,7 +50,7 @@ async def test_recalled_memories_are_reinforced_once_per_window(
     search = f"/v1/relationships/{rid}/search"
     for _ in range(2):  # twice within one flush window
         answer = await client.post(search, json={"query": "grandmother lychees"}, headers=headers)
-        assert [hit["id"] for hit in answer.json()["results"]] == [recalled]
+        assert [hit["id"] for hit in answer.json()["items"]] == [recalled]
 
     deadline = time.monotonic() + 30
     while (await _read(client, headers, rid, recalled))["last_recalled_at"] is None:

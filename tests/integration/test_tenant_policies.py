@@ -84,7 +84,7 @@ async def test_a_tenant_grant_opens_memories_to_its_compliance_key_only(
         f"/v1/relationships/{rid_a}/search", json={"query": "bees"}, headers=compliance_a
     )
     assert search.status_code == 200, search.text
-    assert len(search.json()["results"]) == 1
+    assert len(search.json()["items"]) == 1
     # Tenant B's compliance key is not touched by tenant A's rule...
     memories_b = f"/v1/relationships/{rid_b}/memories"
     assert (await client.get(memories_b, headers=compliance_b)).status_code == 403

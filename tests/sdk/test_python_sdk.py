@@ -61,7 +61,7 @@ def test_resolve_memories_and_pages_walk_every_item(gateway: Tether) -> None:
     history = list(gateway.memories.history(rid, created[1].id))
     assert len(history) >= 2
     hits = gateway.memories.search(rid, query="火锅")
-    assert hits.results[0].content == contents[0]  # `items` once search joins the envelope
+    assert hits.items[0].content == contents[0]
     ctx = gateway.context.build(relationship_id=rid, query="周末吃什么？")
     assert "火锅" in ctx.context
 

@@ -42,7 +42,7 @@ class KnowledgeQueryService:
         )
         return s.KnowledgeQueryResponse(
             knowledge_base_id=base.id,
-            results=[read_hit(h) for h in result.hits],
+            items=[read_hit(h) for h in result.hits],
             degraded=result.degraded,
             timings_ms=result.timings_ms,
         )

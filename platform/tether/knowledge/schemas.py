@@ -121,6 +121,6 @@ class ChunkHit(msgspec.Struct):
 
 class KnowledgeQueryResponse(msgspec.Struct):
     knowledge_base_id: uuid.UUID
-    results: list[ChunkHit]
+    items: list[ChunkHit]
     degraded: list[str]
     timings_ms: dict[str, float]

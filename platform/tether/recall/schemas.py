@@ -48,7 +48,7 @@ class SearchHit(msgspec.Struct):
 
 
 class SearchResponse(msgspec.Struct):
-    results: list[SearchHit]
+    items: list[SearchHit]
     degraded: list[str]
     tier: str
     timings_ms: dict[str, float]

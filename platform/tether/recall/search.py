@@ -43,7 +43,7 @@ class SearchService:
         timings = {"resolve": round(opened, 3), **recalled.timings_ms}
         timings["total"] = round((time.perf_counter() - started) * 1000, 3)
         return SearchResponse(
-            results=[hit(r, e, recalled.neighbours.get(r.id)) for r, e in recalled.hits],
+            items=[hit(r, e, recalled.neighbours.get(r.id)) for r, e in recalled.hits],
             degraded=degraded,
             tier=recalled.tier,
             timings_ms=timings,

@@ -1534,13 +1534,11 @@ export interface components {
         /** HotTierRead */
         HotTierRead: {
             cold: number;
+            /** @default 0 */
+            fills?: number;
             hit_rate: number | null;
             hot: number;
             local: number;
-            /** @default 0 */
-            row_fills?: number;
-            /** @default 0 */
-            snapshot_fills?: number;
         };
         /** KnowledgeBaseBinding */
         KnowledgeBaseBinding: {
@@ -1588,9 +1586,9 @@ export interface components {
         /** KnowledgeQueryResponse */
         KnowledgeQueryResponse: {
             degraded: string[];
+            items: components["schemas"]["ChunkHit"][];
             /** Format: uuid */
             knowledge_base_id: string;
-            results: components["schemas"]["ChunkHit"][];
             timings_ms: {
                 [key: string]: number;
             };
@@ -1983,7 +1981,7 @@ export interface components {
         /** SearchResponse */
         SearchResponse: {
             degraded: string[];
-            results: components["schemas"]["SearchHit"][];
+            items: components["schemas"]["SearchHit"][];
             tier: string;
             timings_ms: {
                 [key: string]: number;

@@ -31,7 +31,7 @@ test("resolve, memories, pages, search and context", async () => {
   assert.equal(page.items.length, 2);
   assert.ok(page.next_cursor);
   const hits = await gateway.memories.search({ relationship_id: rid, query: "火锅" });
-  assert.equal(hits.results[0].content, contents[0]); // `items` once search joins the envelope
+  assert.equal(hits.items[0].content, contents[0]);
   const ctx = await gateway.context.build({ relationship_id: rid, query: "周末吃什么？" });
   assert.match(ctx.context, /火锅/);
 });

@@ -475,8 +475,7 @@ class HotTierRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     hit_rate: float | None
     hot: int
     local: int
-    row_fills: int = msgspec.field(default=0)
-    snapshot_fills: int = msgspec.field(default=0)
+    fills: int = msgspec.field(default=0)
 
 
 class KnowledgeBaseBinding(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -543,8 +542,8 @@ class KnowledgeQuery(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class KnowledgeQueryResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     degraded: list[str]
+    items: list[ChunkHit]
     knowledge_base_id: str
-    results: list[ChunkHit]
     timings_ms: dict[str, float]
 
 
@@ -926,7 +925,7 @@ class SearchRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class SearchResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     degraded: list[str]
-    results: list[SearchHit]
+    items: list[SearchHit]
     tier: str
     timings_ms: dict[str, float]
 

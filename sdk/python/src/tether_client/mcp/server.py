@@ -91,7 +91,7 @@ def build_server(client: AsyncTether, relationship_id: str, name: str = "tether"
             found = await client.memories.search(rid, query=query, k=k)
         except (TetherError, ValueError, TypeError) as exc:
             raise ToolError(f"recall failed: {exc}") from exc
-        return [_hit(h) for h in found.results]  # `items` once search joins the list envelope
+        return [_hit(h) for h in found.items]
 
     @server.tool()
     async def get_context(query: str, max_tokens: int | None = None) -> str:
