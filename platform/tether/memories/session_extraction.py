@@ -5,6 +5,7 @@ log entry for every decision. Runs in a worker, one transaction per session."""
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -184,6 +185,7 @@ class SessionExtraction:
                 )
                 del active[target.id]
                 await self._dismiss_held(target.id, new.id)
+                await self._retract_from_summary(target, new.id)
             created = await self._memories.get(new.id)
             if created is not None:
                 active[created.id] = created
@@ -255,6 +257,30 @@ class SessionExtraction:
                 f"the memory it conflicted with was superseded by {by}",
                 superseded_by=by,
             )
+
+    async def _retract_from_summary(self, superseded: Memory, by: uuid.UUID) -> None:
+        """A summary written before summaries were topics (decision 0055) may state the
+        superseded memory word for word: that statement leaves it."""
+        if not superseded.source_session_id:
+            return
+        summaries = await self._memories.page(
+            None,
+            5,
+            Memory.memory_type == MemoryType.SUMMARY.value,
+            Memory.source_session_id == superseded.source_session_id,
+            Memory.is_active.is_(True),
+        )
+        for summary in summaries:
+            parts = re.split(r"；|; ", summary.content)
+            kept = [part for part in parts if part != superseded.content]
+            if len(kept) == len(parts):
+                continue
+            separator = "；" if "；" in summary.content else "; "
+            why = f"'{superseded.content}' was superseded by {by}"
+            if kept:
+                await self._writer.change(summary, "edited", why, content=separator.join(kept))
+            else:
+                await self._writer.change(summary, "deactivated", why, is_active=False)
 
     def _new(self, candidate: Candidate, session_id: str) -> NewMemory:
         return NewMemory(
