@@ -35,10 +35,41 @@ QUERIES = [
     "What did I paint lately?",
     "她还吃辣吗？",
 ]
-WORDS = (
-    "user likes tea coffee works nurse hospital dog cat trip paris painting 喜欢 绿茶 咖啡 护士 "
-    "医院 狗 猫 旅行 画画 过敏 花生 工作 住在 深圳 spicy 辣 family 妈妈 sister music 音乐"
-).split()
+WORDS = [
+    "user",
+    "likes",
+    "tea",
+    "coffee",
+    "works",
+    "nurse",
+    "hospital",
+    "dog",
+    "cat",
+    "trip",
+    "paris",
+    "painting",
+    "喜欢",
+    "绿茶",
+    "咖啡",
+    "护士",
+    "医院",
+    "狗",
+    "猫",
+    "旅行",
+    "画画",
+    "过敏",
+    "花生",
+    "工作",
+    "住在",
+    "深圳",
+    "spicy",
+    "辣",
+    "family",
+    "妈妈",
+    "sister",
+    "music",
+    "音乐",
+]
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 
 
