@@ -140,3 +140,33 @@ async def test_no_summary_keeps_asserting_a_superseded_fact(
     context = (await client.post("/v1/context", json=body, headers=headers)).json()["context"]
     assert "喜欢吃辣" not in context
     assert "love" not in context.split("## What you remember")[-1].lower()
+
+
+async def test_a_summary_written_with_facts_loses_the_one_superseded(
+    client, gateway, celery_worker
+) -> None:
+    # Summaries from before decision 0055 list facts; one such, of session l1, is imported.
+    _, headers = gateway
+    rid = await _relationship(client, headers, "legacy-summary")
+    at = datetime.now(UTC) - timedelta(days=2)
+    await _session(client, headers, rid, "l1", [("user", "我特别喜欢吃辣")], at)
+    await _wait_extracted(client, headers, rid, "l1")
+    legacy = await client.post(
+        f"/v1/relationships/{rid}/memories",
+        json={
+            "content": "用户特别喜欢吃辣；用户住在深圳",
+            "memory_type": "summary",
+            "session_id": "l1",
+            "occurred_at": at.isoformat(),
+        },
+        headers=headers,
+    )
+    assert legacy.status_code == 201, legacy.text
+    await _session(client, headers, rid, "l2", [("user", "我现在不吃辣了")], at + timedelta(days=1))
+    await _wait_extracted(client, headers, rid, "l2")
+    url = f"/v1/relationships/{rid}/memories/{legacy.json()['id']}"
+    rewritten = (await client.get(url, headers=headers)).json()
+    assert rewritten["content"] == "用户住在深圳"
+    history = (await client.get(f"{url}/history", headers=headers)).json()["items"]
+    assert history[-1]["change"] == "edited"
+    assert "superseded" in history[-1]["reason"]
