@@ -194,3 +194,26 @@ async def test_manual_memories_record_who_entered_them_and_bad_values_are_refuse
     ).status_code == 404
     resolve = f"{url}/{staff.json()['id']}/resolve"
     assert (await client.post(resolve, json={}, headers=other)).status_code == 404
+
+
+async def test_a_conflict_whose_stronger_memory_was_deleted_can_still_be_accepted(
+    client, gateway, celery_worker
+) -> None:
+    _, headers = gateway
+    rid = await _relationship(client, headers, "deleted-existing")
+    at = datetime.now(UTC) - timedelta(days=2)
+    [memory] = _about(await _talk(client, headers, rid, "d1", [("user", "我超爱吃辣的")], at), "辣")
+    url = f"/v1/relationships/{rid}/memories"
+    edit = await client.patch(f"{url}/{memory['id']}", json={"importance": 0.9}, headers=headers)
+    assert edit.json()["provenance"] == "staff_entered"
+    await _talk(client, headers, rid, "d2", [("user", "我不吃辣了")], at + timedelta(days=1))
+    [conflict] = await _conflicts(client, headers, rid)
+    assert (await client.delete(f"{url}/{memory['id']}", headers=headers)).status_code == 204
+    [orphan] = await _conflicts(client, headers, rid)
+    assert orphan["existing"] is None
+    assert orphan["reason"] == "the memory it conflicted with was deleted"
+    resolved = await client.post(f"{url}/{conflict['id']}/resolve", json={}, headers=headers)
+    assert resolved.status_code == 200, resolved.text
+    assert resolved.json()["memory"]["is_active"] is True
+    assert resolved.json()["prevailed_over"] == []
+    assert await _conflicts(client, headers, rid) == []

@@ -73,11 +73,15 @@ class ConflictService:
             s.ConflictRead(
                 id=held.id,
                 held=read(held),
-                existing=read(existing),
-                reason=f"a {held.provenance} memory does not replace a {existing.provenance} one",
+                existing=None if existing is None else read(existing),
+                reason=(
+                    "the memory it conflicted with was deleted"
+                    if existing is None
+                    else f"a {held.provenance} memory does not replace a {existing.provenance} one"
+                ),
             )
             for held, existing in rows
-            if self._private_ok() or not existing.private_to_creator
+            if existing is None or self._private_ok() or not existing.private_to_creator
         ]
         return s.ConflictPage(items, next_cursor([held for held, _ in rows], limit))
 

@@ -93,17 +93,14 @@ class MemoryRepository(_Scoped):
 
     async def conflicts(
         self, after: uuid.UUID | None, limit: int, *criteria: ColumnElement[bool]
-    ) -> list[tuple[Memory, Memory]]:
-        """Open conflicts as (held, the memory it conflicts with), oldest first."""
+    ) -> list[tuple[Memory, Memory | None]]:
+        """Open conflicts as (held, the memory it conflicts with, None if that one was
+        deleted since), oldest first."""
         held = await self.page(after, limit, *self._held(), *criteria)
         ids = [m.conflicts_with for m in held if m.conflicts_with is not None]
-        statement = select(Memory).where(
-            Memory.relationship_id == self._scope.relationship_id,
-            Memory.tenant_id == self._scope.tenant_id,
-            Memory.id.in_(ids),
-        )
+        statement = self._select().where(Memory.id.in_(ids))
         others = {m.id: m for m in (await self._session.execute(statement)).scalars()}
-        return [(m, others[m.conflicts_with]) for m in held if m.conflicts_with in others]
+        return [(m, others.get(m.conflicts_with)) for m in held if m.conflicts_with]
 
     async def insert(self, rows: Sequence[dict[str, Any]]) -> set[uuid.UUID]:
         """Insert; a row whose external id exists is skipped. The ids inserted."""

@@ -167,7 +167,7 @@ class ConflictRead(msgspec.Struct):
 
     id: uuid.UUID  # the held memory's id
     held: MemoryRead
-    existing: MemoryRead
+    existing: MemoryRead | None  # None: deleted since (resolving accepts ``held`` alone)
     reason: str
 
 

@@ -259,6 +259,7 @@ def _dedupe(candidates: list[Candidate]) -> list[Candidate]:
                 old,
                 importance=max(old.importance, candidate.importance),
                 confidence=max(old.confidence, candidate.confidence),
+                provenance=max(old.provenance, candidate.provenance, key=lambda p: p.evidence),
                 source_turn_ids=tuple(
                     dict.fromkeys(old.source_turn_ids + candidate.source_turn_ids)
                 ),
