@@ -111,9 +111,16 @@ async def test_a_question_no_word_of_which_a_memory_holds_still_finds_it(client,
     }
     made = await client.post(f"/v1/relationships/{rid}/memories/batch", json=body, headers=headers)
     assert made.status_code == 200, made.text
-    found = await _search(client, headers, rid, "Where do I spend my evenings?", k=5)
-    assert found, "a plain question came back with nothing"
-    assert len(found) <= 5
+    search = f"/v1/relationships/{rid}/search"
+    body = {"query": "Where do I spend my evenings?", "k": 5}
+    for _ in range(10):  # the fallback needs the query's vector: past a busy machine's
+        result = (await client.post(search, json=body, headers=headers)).json()
+        if "embedding" not in result["degraded"]:  # embedding deadline, ask again
+            break
+    assert result["degraded"] == []
+    assert result["results"], "a plain question came back with nothing"
+    assert len(result["results"]) <= 5
+    assert all(hit["explanation"]["vector_rank"] for hit in result["results"])
 
 
 @pytest.mark.parametrize(
