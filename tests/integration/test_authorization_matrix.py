@@ -148,6 +148,8 @@ TABLE: dict[tuple[str, str], Route] = {
     ),
     ("GET", R + M + "/history"): Route("DAOOD"),
     ("GET", R + M + "/sources"): Route("DAOOD"),
+    ("GET", R + "/conflicts"): Route("DAOOD"),
+    ("POST", R + M + "/resolve"): Route("DAODD", body(lambda s: {"reason": "checked"})),
     ("POST", R + "/search"): Route("DAOOD", body(lambda s: {"query": "bees 蜜蜂"})),
     ("POST", "/v1/context"): Route(
         "DAOOD",

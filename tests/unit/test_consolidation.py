@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from tether.memories.consolidation import Decision, ExistingMemory, consolidate, matches_forget
-from tether.memories.enums import MemoryType, Outcome, Polarity
+from tether.memories.enums import MemoryType, Outcome, Polarity, Provenance
 from tether.memories.extraction import Candidate, ForgetRequest
 
 A, N = Polarity.AFFIRMED, Polarity.NEGATED
@@ -254,3 +255,39 @@ def test_forget_matches_by_the_turn_it_refers_to():
 def test_forget_matches_by_terms(terms, old, expected):
     request = ForgetRequest(terms=terms, source_turn_id=uuid.uuid4())
     assert matches_forget(request, old) is expected
+
+
+# --- admission: evidence strength (decision 0053) -------------------------------------------
+
+P = Provenance
+
+
+@pytest.mark.parametrize(
+    ("newer", "older", "outcome"),
+    [
+        (P.USER_STATED, P.USER_STATED, Outcome.CONTRADICTION),
+        (P.USER_STATED, P.RULE_INFERRED, Outcome.CONTRADICTION),
+        (P.LLM_INFERRED, P.RULE_INFERRED, Outcome.CONTRADICTION),
+        (P.RULE_INFERRED, P.USER_STATED, Outcome.CONFLICT),
+        (P.LLM_INFERRED, P.USER_STATED, Outcome.CONFLICT),
+        (P.USER_STATED, P.STAFF_ENTERED, Outcome.CONFLICT),
+        (P.USER_STATED, P.USER_ENTERED, Outcome.CONFLICT),
+    ],
+)
+def test_a_newer_memory_replaces_an_older_one_only_on_evidence_as_strong(
+    newer: Provenance, older: Provenance, outcome: Outcome
+) -> None:
+    old = replace(memory("likes", "辣"), provenance=older)
+    decision = consolidate(replace(candidate("likes", "辣", N), provenance=newer), [old])
+    assert decision.outcome is outcome
+    assert decision.target_id == old.id
+    if outcome is Outcome.CONFLICT:
+        assert f"{newer.value} does not replace {older.value}" in decision.reason
+
+
+def test_an_inference_still_confirms_or_adds_to_what_was_stated() -> None:
+    stated = memory("likes", "spicy food")
+    inferred = replace(candidate("likes", "spicy food"), provenance=P.RULE_INFERRED)
+    assert consolidate(inferred, [stated]).outcome is Outcome.DUPLICATE
+    other = replace(candidate("likes", "tea"), provenance=P.LLM_INFERRED)
+    assert consolidate(other, [stated]).outcome is Outcome.COMPATIBLE

@@ -284,23 +284,24 @@ def test_summary_of_chit_chat_is_none():
     assert summarize_session([]) is None
 
 
-def test_summary_is_bounded_and_keeps_the_important_first():
+def test_summary_names_topics_most_important_first_and_is_bounded():
     session = turns(
         "帮我记着，我对芒果过敏", "我喜欢听周杰伦的歌", "我今天好开心", "我上周去了一趟厦门"
     )
-    summary = summarize_session(session, max_chars=30)
-    assert summary is not None
-    assert len(summary) <= 30
-    assert "芒果" in summary
     full = summarize_session(session)
-    assert full is not None
-    assert "周杰伦" in full
-    assert "；" in full
+    assert full == "这次聊到：饮食和健康、喜好、心情、近况"
+    assert "芒果" not in full  # the facts are memories of their own (decision 0055)
+    summary = summarize_session(session, max_chars=12)
+    assert summary is not None
+    assert len(summary) <= 12
+    assert summary.startswith("这次聊到：饮食和健康")
 
 
-def test_summary_in_english_uses_english_separators():
+def test_summary_in_english_names_english_topics():
     summary = summarize_session(turns("I love spicy food.", "I live in Denver."))
-    assert summary == "The user loves spicy food; The user lives in Denver"
+    assert summary == "Talked about: where they live, likes and dislikes"
+    pets = summarize_session(turns("My dog is called Mochi.", "My mum loves gardening."))
+    assert pets == "Talked about: their dog, their mother"
 
 
 def _turn(role: str, text: str) -> TurnText:

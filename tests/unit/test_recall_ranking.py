@@ -345,3 +345,20 @@ def test_an_index_of_the_query_terms_scores_like_the_full_index(
     assert full.scores(query).tobytes() == scoped.scores(query).tobytes()
     for part in query:  # any query made of its terms
         assert full.scores([part]).tobytes() == scoped.scores([part]).tobytes()
+
+
+def test_when_nothing_passes_the_floor_the_nearest_allowed_memories_are_returned() -> None:
+    # A plain question no memory shares a word with, each cosine below the floor: the
+    # nearest memories with a vector still come back, by cosine, at most 5 of them.
+    weights = RankWeights(decay_floor=1.0, min_similarity=0.95)
+    docs = [doc(i, f"memory {i}", vector=unit([1.0, 0.1 * i])) for i in range(8)]
+    docs.append(doc(8, "no vector yet"))
+    index = PartitionIndex.build(docs, weights)
+    query = unit([0.0, 1.0])
+    assert keys(rank(["job"], query, index, 3, NOW, weights)) == [7, 6, 5]
+    assert len(rank(["job"], query, index, 50, NOW, weights)) == 5
+    allowed = np.ones(9, dtype=np.bool_)
+    allowed[7] = False
+    assert keys(rank(["job"], query, index, 2, NOW, weights, allowed=allowed)) == [6, 5]
+    # Without a query vector there is nothing to be near: lexical misses stay empty.
+    assert rank(["job"], None, index, 3, NOW, weights) == []

@@ -9,7 +9,10 @@ compatible     same subject and predicate or memory type, and both can hold (lik
                likes coffee)
 unrelated      anything else
 
-The candidate is always the newer explicit statement, so it wins where the two clash.
+The candidate is the newer statement, so it wins where the two clash, but only when its
+evidence is at least as strong (``admits``: stated beats inferred, and the pipeline never
+replaces a manual memory); otherwise the outcome is ``conflict`` and the older memory
+stays (decision 0053).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from tether.memories.enums import MemoryType, Outcome, Polarity
+from tether.memories.enums import MemoryType, Outcome, Polarity, Provenance, admits
 from tether.memories.extraction.normalize import is_zh, object_key, term_matches, zh_core
 from tether.memories.extraction.types import Candidate, ForgetRequest
 
@@ -50,6 +53,7 @@ class ExistingMemory:
     valid_from: datetime | None
     created_at: datetime
     source_turn_ids: tuple[uuid.UUID, ...] = ()
+    provenance: Provenance = Provenance.USER_STATED
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +153,11 @@ def consolidate(candidate: Candidate, active: Sequence[ExistingMemory]) -> Decis
     )
     if outcome in {Outcome.COMPATIBLE, Outcome.UNRELATED}:
         return Decision(outcome, candidate, None, reason)
+    if outcome in {Outcome.UPDATE, Outcome.CONTRADICTION} and not admits(
+        candidate.provenance, memory.provenance
+    ):
+        weaker = f"{candidate.provenance.value} does not replace {memory.provenance.value}"
+        return Decision(Outcome.CONFLICT, candidate, memory.id, f"{reason}; held: {weaker}")
     return Decision(outcome, candidate, memory.id, reason)
 
 

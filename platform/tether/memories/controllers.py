@@ -14,11 +14,13 @@ from tenancy.access.guard import policy
 from tether.core.pagination import DEFAULT_LIMIT, Cursor, Limit
 from tether.core.text import IdentifierInQuery
 from tether.memories import schemas as s
-from tether.memories.deps import provide_memory_service
+from tether.memories.conflicts import ConflictService
+from tether.memories.deps import provide_conflict_service, provide_memory_service
 from tether.memories.enums import MemoryType
 from tether.memories.services import MemoryService
 
 Memories = NamedDependency[MemoryService]
+Conflicts = NamedDependency[ConflictService]
 READ = policy("relationship_memory", "read")
 WRITE = policy("relationship_memory", "write")
 DELETE = policy("relationship_memory", "delete")
@@ -149,3 +151,39 @@ class MemoryController(Controller):
     ) -> s.ConsolidationPage:
         """The conflict log: every consolidation decision with its reason."""
         return await memory_service.consolidations(relationship_id, session_id, cursor, limit)
+
+
+class ConflictController(Controller):
+    path = "/v1/relationships/{relationship_id:uuid}"
+    tags = ["memories"]  # noqa: RUF012
+    dependencies = {  # noqa: RUF012
+        "conflict_service": Provide(provide_conflict_service, sync_to_thread=False)
+    }
+
+    @get("/conflicts", operation_id="ListMemoryConflicts", opt=READ)
+    async def list_conflicts(
+        self,
+        relationship_id: FromPath[uuid.UUID],
+        conflict_service: Conflicts,
+        cursor: FromQuery[Cursor] = None,
+        limit: FromQuery[Limit] = DEFAULT_LIMIT,
+    ) -> s.ConflictPage:
+        """Newer memories held back because the memory they would replace has stronger
+        evidence (stated beats inferred; manual memories are never replaced)."""
+        return await conflict_service.list(relationship_id, cursor, limit)
+
+    @post(
+        "/memories/{memory_id:uuid}/resolve",
+        operation_id="ResolveMemoryConflicts",
+        status_code=HTTP_200_OK,
+        opt=WRITE,
+    )
+    async def resolve(
+        self,
+        relationship_id: FromPath[uuid.UUID],
+        memory_id: FromPath[uuid.UUID],
+        data: JSONBody[s.MemoryResolve],
+        conflict_service: Conflicts,
+    ) -> s.ConflictResolution:
+        """This memory wins every open conflict it is part of (idempotent)."""
+        return await conflict_service.resolve(relationship_id, memory_id, data.reason)

@@ -10,6 +10,7 @@ from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.principal import Principal
 from tenancy.relationships.directory import RelationshipDirectory
 from tether.core.settings import Settings
+from tether.memories.conflicts import ConflictService
 from tether.memories.services import MemoryService
 from tether.providers.base import EmbeddingProvider
 from tether.recall.store import PartitionStore
@@ -34,5 +35,22 @@ def provide_memory_service(
         store.invalidate,
         settings,
         state.quotas,
+        state.privacy_filters,
+    )
+
+
+def provide_conflict_service(
+    state: State,
+    db_session: NamedDependency[AsyncSession],
+    relationship_directory: NamedDependency[RelationshipDirectory],
+    principal: NamedDependency[Principal],
+) -> ConflictService:
+    store: PartitionStore = state.partitions
+    return ConflictService(
+        db_session,
+        relationship_directory,
+        principal,
+        state.policy.for_tenant(principal.tenant_id),
+        store.invalidate,
         state.privacy_filters,
     )

@@ -18,3 +18,8 @@ class InvalidMemories(InvalidInput):
 class ExternalIdTaken(Conflict):
     code = "external_id_taken"
     title = "That external_id is already used by a memory you cannot read or that was deleted"
+
+
+class MemoryNotResolvable(Conflict):
+    code = "memory_not_resolvable"
+    title = "The memory was deleted or replaced since: it can no longer win a conflict"

@@ -78,6 +78,30 @@ class MemoryRepository(_Scoped):
         )
         return list((await self._session.execute(statement)).scalars())
 
+    def _held(self) -> tuple[ColumnElement[bool], ...]:
+        """Open conflicts: held back, and neither accepted nor dismissed since."""
+        return (
+            Memory.conflicts_with.is_not(None),
+            Memory.is_active.is_(False),
+            Memory.superseded_by.is_(None),
+        )
+
+    async def held_against(self, memory_id: uuid.UUID) -> list[Memory]:
+        """The memories held back in an open conflict with this one."""
+        statement = self._select().where(*self._held(), Memory.conflicts_with == memory_id)
+        return list((await self._session.execute(statement.order_by(Memory.id))).scalars())
+
+    async def conflicts(
+        self, after: uuid.UUID | None, limit: int, *criteria: ColumnElement[bool]
+    ) -> list[tuple[Memory, Memory | None]]:
+        """Open conflicts as (held, the memory it conflicts with, None if that one was
+        deleted since), oldest first."""
+        held = await self.page(after, limit, *self._held(), *criteria)
+        ids = [m.conflicts_with for m in held if m.conflicts_with is not None]
+        statement = self._select().where(Memory.id.in_(ids))
+        others = {m.id: m for m in (await self._session.execute(statement)).scalars()}
+        return [(m, others.get(m.conflicts_with)) for m in held if m.conflicts_with]
+
     async def insert(self, rows: Sequence[dict[str, Any]]) -> set[uuid.UUID]:
         """Insert; a row whose external id exists is skipped. The ids inserted."""
         if not rows:

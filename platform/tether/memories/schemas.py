@@ -18,6 +18,9 @@ Reason = Annotated[str, text(500)]
 Subject = Annotated[str, text(128)]
 Predicate = Annotated[str, text(64)]
 Object = Annotated[str, text(256)]
+# Who entered a memory through the API: staff (creators, support) or the user themself,
+# through the gateway's own UI. The pipeline never replaces either (decision 0053).
+ManualProvenance = Literal["staff_entered", "user_entered"]
 # Past the configured limit (TETHER_MEMORY__MAX_BATCH_CREATE) a batch is refused whole.
 MAX_BATCH_ITEMS = 1000
 
@@ -38,6 +41,7 @@ class MemoryCreate(msgspec.Struct, forbid_unknown_fields=True):
     # The conversation session the memory comes from (e.g. an imported chat log): its
     # memories are neighbours in recall, so a question finds the turns around a match.
     session_id: ExternalId | None = None
+    provenance: ManualProvenance = "staff_entered"
 
 
 class MemoryBatchCreate(msgspec.Struct, forbid_unknown_fields=True):
@@ -54,6 +58,8 @@ class MemoryUpdate(msgspec.Struct, forbid_unknown_fields=True):
     object: Object | None = None
     polarity: Polarity | None = None
     reason: Reason = ""
+    # An edit is manual: the memory becomes staff_entered unless the user made it.
+    provenance: ManualProvenance = "staff_entered"
 
 
 class MemoryDeactivate(msgspec.Struct, forbid_unknown_fields=True):
@@ -82,6 +88,7 @@ class MemoryRead(msgspec.Struct):
     session_id: str | None
     private_to_creator: bool
     origin: str
+    provenance: str
     version: int
     last_recalled_at: datetime | None
     created_at: datetime
@@ -148,3 +155,30 @@ class ConsolidationRead(msgspec.Struct):
 class ConsolidationPage(msgspec.Struct):
     items: list[ConsolidationRead]
     next_cursor: str | None
+
+
+class MemoryResolve(msgspec.Struct, forbid_unknown_fields=True):
+    reason: Reason = ""
+
+
+class ConflictRead(msgspec.Struct):
+    """An open conflict: a newer memory held back because the memory it would have
+    replaced has stronger evidence (the context presents ``existing``)."""
+
+    id: uuid.UUID  # the held memory's id
+    held: MemoryRead
+    existing: MemoryRead | None  # None: deleted since (resolving accepts ``held`` alone)
+    reason: str
+
+
+class ConflictPage(msgspec.Struct):
+    items: list[ConflictRead]
+    next_cursor: str | None
+
+
+class ConflictResolution(msgspec.Struct):
+    """The memory that now prevails, and the memories it prevailed over (0 when it had
+    no open conflict: resolving is idempotent)."""
+
+    memory: MemoryRead
+    prevailed_over: list[MemoryRead]

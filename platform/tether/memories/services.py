@@ -66,6 +66,7 @@ def read(m: Memory) -> s.MemoryRead:
         session_id=m.source_session_id,
         private_to_creator=m.private_to_creator,
         origin=m.origin,
+        provenance=m.provenance,
         version=m.version,
         last_recalled_at=m.last_recalled_at,
         created_at=m.created_at,
@@ -260,6 +261,7 @@ class MemoryService:
                 confidence=1.0,
                 occurred_at=item.occurred_at or now,
                 origin="manual",
+                provenance=item.provenance,
                 subject=item.subject,
                 predicate=item.predicate,
                 object=item.object,
@@ -341,6 +343,7 @@ class MemoryService:
                 "nothing to change",
                 errors=[{"field": "body", "message": "name at least one field to change"}],
             )
+        values["provenance"] = data.provenance  # a manual edit: the pipeline keeps it
         memory = await self._writer(scope).change(
             memory, "edited", data.reason or "edited through the API", **values
         )

@@ -5,6 +5,7 @@ log entry for every decision. Runs in a worker, one transaction per session."""
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,9 +21,10 @@ from tether.core.ids import new_id
 from tether.core.instruments import CONSOLIDATIONS
 from tether.core.settings import Settings
 from tether.memories.consolidation import ExistingMemory, consolidate, matches_forget
-from tether.memories.enums import MemoryLayer, MemoryType, Outcome, Polarity
+from tether.memories.enums import MemoryLayer, MemoryType, Outcome, Polarity, Provenance
 from tether.memories.extraction import Candidate, TurnText, extract, summarize_session
 from tether.memories.extraction.llm_step import refine
+from tether.memories.extraction.normalize import object_key
 from tether.memories.repositories import ConsolidationLogRepository, MemoryRepository
 from tether.memories.writer import Invalidate, MemoryWriter, NewMemory, layer_for
 from tether.providers.base import ChatProvider, EmbeddingProvider
@@ -56,6 +58,7 @@ def _existing(memory: Memory) -> ExistingMemory:
         valid_from=memory.valid_from,
         created_at=memory.created_at,
         source_turn_ids=tuple(memory.source_turn_ids),
+        provenance=Provenance(memory.provenance),
     )
 
 
@@ -71,6 +74,7 @@ def _candidate_json(candidate: Candidate) -> dict[str, Any]:
         "confidence": candidate.confidence,
         "expires_at": candidate.expires_at.isoformat() if candidate.expires_at else None,
         "source_turn_ids": [str(t) for t in candidate.source_turn_ids],
+        "provenance": candidate.provenance.value,
     }
 
 
@@ -137,6 +141,7 @@ class SessionExtraction:
                         confidence=0.8,
                         occurred_at=at,
                         origin="extracted",
+                        provenance=Provenance.RULE_INFERRED.value,
                         subject="session",
                         predicate="summary",
                         source_turn_ids=[t.id for t in turns if t.role == "user"],
@@ -163,25 +168,9 @@ class SessionExtraction:
         target = active.get(decision.target_id) if decision.target_id else None
         result_id: uuid.UUID | None = None
         if decision.outcome == Outcome.DUPLICATE and target is not None:
-            confirmations = target.confirmations + 1
-            memory_settings = self._settings.memory
-            merged = await self._writer.change(
-                target,
-                "merged",
-                f"confirmed again in session {session_id}: {decision.reason}",
-                source_turn_ids=list(
-                    dict.fromkeys([*target.source_turn_ids, *candidate.source_turn_ids])
-                ),
-                confidence=min(1.0, max(target.confidence, candidate.confidence) + 0.1),
-                importance=max(target.importance, candidate.importance),
-                confirmations=confirmations,
-                layer=layer_for(
-                    confirmations,
-                    memory_settings.promote_episodic_at,
-                    memory_settings.promote_semantic_at,
-                ).value,
-            )
-            result_id = merged.id
+            result_id = await self._merge(target, candidate, session_id, decision.reason)
+        elif decision.outcome == Outcome.CONFLICT and target is not None:
+            result_id = await self._hold(target, candidate, session_id, decision.reason)
         else:
             new = self._new(candidate, session_id)
             await self._writer.create([new], reason=f"extracted from session {session_id}")
@@ -195,6 +184,8 @@ class SessionExtraction:
                     superseded_by=new.id,
                 )
                 del active[target.id]
+                await self._dismiss_held(target.id, new.id)
+                await self._retract_from_summary(target, new.id)
             created = await self._memories.get(new.id)
             if created is not None:
                 active[created.id] = created
@@ -209,6 +200,87 @@ class SessionExtraction:
         )
         log.info("consolidation %s: %s", decision.outcome.value, decision.reason)
         return decision.outcome
+
+    async def _merge(
+        self, target: Memory, candidate: Candidate, session_id: str, reason: str
+    ) -> uuid.UUID:
+        """A confirmation: more sources and confidence; stronger evidence is kept, but a
+        manual memory stays manual."""
+        confirmations = target.confirmations + 1
+        memory_settings = self._settings.memory
+        provenance = Provenance(target.provenance)
+        if not provenance.manual and candidate.provenance.evidence > provenance.evidence:
+            provenance = candidate.provenance
+        merged = await self._writer.change(
+            target,
+            "merged",
+            f"confirmed again in session {session_id}: {reason}",
+            source_turn_ids=list(
+                dict.fromkeys([*target.source_turn_ids, *candidate.source_turn_ids])
+            ),
+            confidence=min(1.0, max(target.confidence, candidate.confidence) + 0.1),
+            importance=max(target.importance, candidate.importance),
+            confirmations=confirmations,
+            provenance=provenance.value,
+            layer=layer_for(
+                confirmations,
+                memory_settings.promote_episodic_at,
+                memory_settings.promote_semantic_at,
+            ).value,
+        )
+        return merged.id
+
+    async def _hold(
+        self, target: Memory, candidate: Candidate, session_id: str, reason: str
+    ) -> uuid.UUID:
+        """Keep the weaker newer claim inactive, as an open conflict with ``target``; the
+        same claim held again is merged into the one already held."""
+        for held in await self._memories.held_against(target.id):
+            if (held.polarity, object_key(held.object)) == (
+                candidate.polarity.value,
+                object_key(candidate.object),
+            ) and held.predicate == candidate.predicate:
+                return await self._merge(held, candidate, session_id, reason)
+        new = self._new(candidate, session_id)
+        new.is_active, new.conflicts_with = False, target.id
+        await self._writer.create(
+            [new], reason=f"held from session {session_id}: conflicts with {target.id}: {reason}"
+        )
+        return new.id
+
+    async def _dismiss_held(self, superseded: uuid.UUID, by: uuid.UUID) -> None:
+        """Open conflicts with a memory that a newer one replaced are moot."""
+        for held in await self._memories.held_against(superseded):
+            await self._writer.change(
+                held,
+                "dismissed",
+                f"the memory it conflicted with was superseded by {by}",
+                superseded_by=by,
+            )
+
+    async def _retract_from_summary(self, superseded: Memory, by: uuid.UUID) -> None:
+        """A summary written before summaries were topics (decision 0055) may state the
+        superseded memory word for word: that statement leaves it."""
+        if not superseded.source_session_id:
+            return
+        summaries = await self._memories.page(
+            None,
+            5,
+            Memory.memory_type == MemoryType.SUMMARY.value,
+            Memory.source_session_id == superseded.source_session_id,
+            Memory.is_active.is_(True),
+        )
+        for summary in summaries:
+            parts = re.split(r"；|; ", summary.content)
+            kept = [part for part in parts if part != superseded.content]
+            if len(kept) == len(parts):
+                continue
+            separator = "；" if "；" in summary.content else "; "
+            why = f"'{superseded.content}' was superseded by {by}"
+            if kept:
+                await self._writer.change(summary, "edited", why, content=separator.join(kept))
+            else:
+                await self._writer.change(summary, "deactivated", why, is_active=False)
 
     def _new(self, candidate: Candidate, session_id: str) -> NewMemory:
         return NewMemory(
@@ -231,4 +303,5 @@ class SessionExtraction:
             expires_at=candidate.expires_at,
             source_turn_ids=candidate.source_turn_ids,
             source_session_id=session_id,
+            provenance=candidate.provenance.value,
         )

@@ -41,6 +41,7 @@ SNAPSHOT_FIELDS = (
     "expires_at",
     "superseded_by",
     "private_to_creator",
+    "provenance",
 )
 
 
@@ -74,6 +75,9 @@ class NewMemory:
     source_turn_ids: Sequence[uuid.UUID] = field(default_factory=tuple)
     source_session_id: str | None = None
     private_to_creator: bool = False
+    provenance: str = "user_stated"
+    is_active: bool = True  # False: held back in a conflict with ``conflicts_with``
+    conflicts_with: uuid.UUID | None = None
     id: uuid.UUID = field(default_factory=new_id)
 
 
@@ -149,6 +153,9 @@ class MemoryWriter:
                     "source_session_id": item.source_session_id,
                     "private_to_creator": item.private_to_creator,
                     "origin": item.origin,
+                    "provenance": item.provenance,
+                    "is_active": item.is_active,
+                    "conflicts_with": item.conflicts_with,
                     "created_at": now,
                     "updated_at": now,
                 }
@@ -157,7 +164,7 @@ class MemoryWriter:
         for row in rows:
             if row["id"] in inserted:
                 state = {k: row[k] for k in SNAPSHOT_FIELDS if k in row}
-                state |= {"is_active": True, "superseded_by": None}
+                state["superseded_by"] = None
                 state["expires_at"] = row["expires_at"].isoformat() if row["expires_at"] else None
                 await self._versions.add(
                     id=new_id(),

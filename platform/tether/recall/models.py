@@ -160,6 +160,12 @@ class Memory(Base):
         CheckConstraint(TOKENS_ARE_WORDS, name="tokens_are_words"),
         CheckConstraint(VECTOR_DIMENSION_RECORDED, name="vector_dimension_recorded"),
         Index(
+            "ix_memories_conflicts",
+            "relationship_id",
+            "conflicts_with",
+            postgresql_where=text("conflicts_with IS NOT NULL"),
+        ),
+        Index(
             "ix_memories_expiring",
             "expires_at",
             postgresql_where=text("is_active AND expires_at IS NOT NULL"),
@@ -201,6 +207,11 @@ class Memory(Base):
     source_session_id: Mapped[str | None] = mapped_column(String(128))
     private_to_creator: Mapped[bool] = mapped_column(Boolean, server_default="false")
     origin: Mapped[str] = mapped_column(String(16))
+    # How it was learned (tether.memories.enums.Provenance; migration 0021).
+    provenance: Mapped[str] = mapped_column(String(16), server_default="user_stated")
+    # A held memory: inactive because it would have replaced this stronger one (an open
+    # conflict while neither active nor superseded; decision 0053).
+    conflicts_with: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     version: Mapped[int] = mapped_column(Integer, server_default="1")
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = _now()

@@ -28,6 +28,11 @@ from tether.recall.index import PartitionIndex
 from tether.recall.weights import RankWeights
 
 FloatArray = npt.NDArray[np.float64]
+# When no memory is relevant to a query, at most this many of the nearest memories by
+# cosine are returned instead of nothing: "What is my job?" shares no word with "The
+# user works as a nurse" and may fall under the similarity floor, yet a plain question
+# should get the closest evidence there is (decision 0054).
+NEAREST_WHEN_NONE_RELEVANT = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +89,10 @@ def rank(
 ) -> list[tuple[int, Explanation]]:
     """The top ``k`` memories of the partition as ``(key, explanation)``, best first.
 
-    A memory is returned only if it is relevant itself (a lexical match, or a cosine
-    similarity of at least ``weights.min_similarity``) or next to one that is, so an
-    unrelated query returns nothing rather than the least unrelated memories.
+    A memory is returned if it is relevant itself (a lexical match, or a cosine
+    similarity of at least ``weights.min_similarity``) or next to one that is. When none
+    is, the nearest allowed memories with a vector are returned, by cosine, at most
+    ``NEAREST_WHEN_NONE_RELEVANT`` of them (none without a query vector).
     Ties keep partition order, so results are deterministic.
 
     ``similarity``: the query's cosine to each row, when it was computed elsewhere
@@ -101,6 +107,10 @@ def rank(
     if allowed is not None:
         candidates &= allowed
     rows = _top(signals.final, candidates, k)
+    if rows.size == 0 and signals.similarity is not None:
+        nearest = index.has_vector if allowed is None else index.has_vector & allowed
+        by_cosine = signals.similarity.astype(np.float64)
+        rows = _top(by_cosine, nearest, min(k, NEAREST_WHEN_NONE_RELEVANT))
     return [(int(index.keys[row]), _explain(int(row), signals, index, weights)) for row in rows]
 
 

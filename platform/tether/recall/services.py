@@ -24,6 +24,7 @@ from tether.core.telemetry import annotate, traced
 from tether.providers.base import EmbeddingProvider, ProviderError
 from tether.providers.configured import warm_up_embedder
 from tether.recall import text
+from tether.recall.expansion import expand
 from tether.recall.partition import Partition, RecalledMemory
 from tether.recall.ranker import Explanation, rank
 from tether.recall.reinforcement import ReinforcementBuffer
@@ -154,7 +155,7 @@ class Recall:
                 embedded_at.append(_ms(started))
 
         embedding = asyncio.ensure_future(embed())
-        tokens = tokenize(query)
+        tokens = expand(tokenize(query))  # paraphrases and the other language (0054)
         try:
             partition, redis_down = await self._store.load(self._session, scope, embedding, tokens)
         except BaseException:

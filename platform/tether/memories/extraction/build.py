@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from tether.memories.enums import MemoryType, Polarity
+from tether.memories.enums import MemoryType, Polarity, Provenance
 from tether.memories.extraction.normalize import (
     clean_object,
     is_place,
@@ -160,6 +160,8 @@ def build(hit: Hit, reading: Reading, source: Source) -> Candidate | None:
         valid_from=valid_from,
         expires_at=expires_at,
         source_turn_ids=source.turn_ids,
+        # A "yes" to the assistant's question: the words are the assistant's.
+        provenance=Provenance.RULE_INFERRED if source.confirmed else Provenance.USER_STATED,
     )
 
 

@@ -35,6 +35,14 @@ _EN_REMEMBER = re.compile(
 _EN_REMEMBER_ANYWHERE = re.compile(
     r"\b(?:do not forget|remember that|keep in mind)\b", re.IGNORECASE
 )
+_EN_NAMED = re.compile(
+    r"^(?:an?|one|two|my)?\s*(?P<what>[a-z]+(?:\s+[a-z]+)?)\s*,?\s+(?:named|called)"
+    r"\s+(?P<name>[A-Za-z][\w'-]*)$",
+    re.IGNORECASE,
+)
+_ZH_NAMED = re.compile(
+    r"^(?:一只|一条|一个|只|条)?(?P<what>[^，,叫]{1,6})[，,]?(?:名字)?叫(?:做)?(?P<name>\w{1,6})$"
+)
 _GREETING = re.compile(
     r"^(?:hi|hello|hey|hiya|greetings|good (?:morning|afternoon|evening))\b", re.I
 )
@@ -55,7 +63,32 @@ def _strip_remember(clause: str, zh: bool) -> tuple[str, bool]:
 
 def _candidates(reading: Reading, source: Source) -> list[Candidate]:
     built = (build(hit, reading, source) for hit in reading.hits)
-    return [candidate for candidate in built if candidate is not None]
+    found = [candidate for candidate in built if candidate is not None]
+    named = (_named(hit.object, source) for hit in reading.hits if hit.predicate == "has")
+    return found + [candidate for candidate in named if candidate is not None]
+
+
+def _named(thing: str, source: Source) -> Candidate | None:
+    """ "I have a dog named Mochi" / 我养了一只猫叫团子: the pet's (or person's) name too."""
+    match = (_ZH_NAMED if source.zh else _EN_NAMED).match(thing.strip())
+    entity = relation_of(match["what"], source.zh) if match else None
+    if match is None or entity is None:
+        return None
+    what, name = entity.relation_text, match["name"]
+    return Candidate(
+        memory_type=MemoryType.FACT,
+        subject=entity.label,
+        predicate="name",
+        object=normalize_object(name, source.zh),
+        polarity=Polarity.AFFIRMED,
+        content=f"用户的{what}叫{name}" if source.zh else f"The user's {what} is called {name}",
+        importance=0.85,
+        confidence=0.85,
+        exclusive=True,
+        valid_from=source.at,
+        expires_at=None,
+        source_turn_ids=source.turn_ids,
+    )
 
 
 def _next_topic(reading: Reading, ctx: Context, found: list[Candidate]) -> Context:
@@ -226,6 +259,7 @@ def _dedupe(candidates: list[Candidate]) -> list[Candidate]:
                 old,
                 importance=max(old.importance, candidate.importance),
                 confidence=max(old.confidence, candidate.confidence),
+                provenance=max(old.provenance, candidate.provenance, key=lambda p: p.evidence),
                 source_turn_ids=tuple(
                     dict.fromkeys(old.source_turn_ids + candidate.source_turn_ids)
                 ),

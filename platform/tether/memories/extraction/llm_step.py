@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from tether.memories.enums import MemoryType, Polarity
+from tether.memories.enums import MemoryType, Polarity, Provenance
 from tether.memories.extraction.normalize import is_zh, normalize_object, object_key, term_matches
 from tether.memories.extraction.types import Candidate, Extraction, ForgetRequest, TurnText
 from tether.providers.base import ChatProvider, ProviderError
@@ -224,6 +224,7 @@ def _candidate(item: dict[str, Any], turns: Sequence[TurnText], shown: range) ->
         valid_from=said_at,
         expires_at=_expiry(item["expires_at"], said_at),
         source_turn_ids=tuple(turn.id for turn in sources),
+        provenance=Provenance.LLM_INFERRED,
     )
 
 

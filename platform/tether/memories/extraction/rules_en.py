@@ -206,6 +206,12 @@ RULES: list[Rule] = [
     ),
     rule(rf"^{ADV}{INT}{LIKE}\s+(?P<obj>.+)$", T.PREFERENCE, "likes"),
     rule(r"^name\s+is\s+(?P<obj>[a-z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})$", T.PROFILE, "name"),
+    # "my dog is called Mochi", "I am named after…" is not a name: one or two words, no "after".
+    rule(
+        r"^(?:is|am|was)\s+(?:called|named)\s+(?!after\b)(?P<obj>[a-z][\w'-]*(?:\s+[A-Z][\w'-]*)?)$",
+        T.PROFILE,
+        "name",
+    ),
     rule(r"^birthday\s+is\s+(?:on\s+)?(?P<obj>.+)$", T.PROFILE, "birthday"),
     rule(
         rf"^{ADV}(?:{BE}|turned|am turning|will be)\s+(?P<obj>\d{{1,3}})(?:\s+(?:years?"

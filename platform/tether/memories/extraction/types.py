@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from tether.memories.enums import MemoryType, Polarity
+from tether.memories.enums import MemoryType, Polarity, Provenance
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +35,7 @@ class Candidate:
     valid_from: datetime | None
     expires_at: datetime | None
     source_turn_ids: tuple[uuid.UUID, ...]
+    provenance: Provenance = Provenance.USER_STATED  # how strong its evidence is
 
 
 @dataclass(frozen=True, slots=True)
