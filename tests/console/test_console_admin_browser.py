@@ -2,7 +2,7 @@
 created with an expiry and rotated with an overlap (both secrets shown once, both
 working through the overlap); the pages in Chinese and at a phone's width; a creator
 key gets the 403 page, not keys; privacy patterns tried in the test box; a document
-uploaded with progress and indexed. Captured under docs/console/ with
+uploaded with progress and indexed, a refused upload explained. Captured under docs/console/ with
 CONSOLE_SCREENSHOTS=docs/console."""
 
 from __future__ import annotations
@@ -204,6 +204,12 @@ async def test_a_document_is_uploaded_with_progress_and_indexed(
     await page.click("#upload")
     await page.wait_for_selector("[data-status=ready]", timeout=30_000)
     await _shot(page, shots, "knowledge")
+    # A refused upload says why in the form (htmx does not swap an error answer).
+    blank = {"name": "blank.txt", "mimeType": "text/plain", "buffer": b"   \n"}
+    await page.set_input_files("#file", files=[blank])
+    await page.click("#upload")
+    await page.locator("#upload-error", has_text="no text").wait_for()
+    assert await page.locator("#upload-progress").is_hidden()
     await page.click("[data-document] button")  # re-index
     await page.wait_for_selector("[data-status=ready]", timeout=30_000)
     assert not page.problems  # type: ignore[attr-defined]
