@@ -193,7 +193,7 @@ class ApiKeyRepository:
         statement = select(ApiKey).where(ApiKey.tenant_id == self._tenant_id).order_by(ApiKey.id)
         return list((await self._session.execute(statement)).scalars())
 
-    async def page(self, after: uuid.UUID | None, limit: int) -> list[ApiKey]:
+    async def page(self, after: uuid.UUID | None, limit: int) -> Sequence[ApiKey]:
         """Up to ``limit`` keys after ``after`` (by id: UUIDv7, so by creation)."""
         statement = select(ApiKey).where(ApiKey.tenant_id == self._tenant_id)
         if after is not None:

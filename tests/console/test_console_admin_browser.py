@@ -48,7 +48,7 @@ class Admin:
 
 
 @pytest.fixture(scope="module")
-async def admin_world(client, make_tenant) -> Admin:
+async def admin_world(client, make_tenant, celery_worker) -> Admin:
     world = Admin(await make_tenant())
     created = await client.post(
         "/v1/creators", json={"external_id": "studio-a"}, headers=world.tenant.admin
@@ -182,7 +182,7 @@ async def test_privacy_patterns_are_tried_in_the_test_box(
 
 
 async def test_a_document_is_uploaded_with_progress_and_indexed(
-    server, chromium: Browser, admin_world, shots, celery_worker
+    server, chromium: Browser, admin_world, shots
 ) -> None:
     context, page = await _page(chromium)
     await _sign_in(page, server, token_of(admin_world.keys["admin"]))
