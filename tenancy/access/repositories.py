@@ -193,6 +193,14 @@ class ApiKeyRepository:
         statement = select(ApiKey).where(ApiKey.tenant_id == self._tenant_id).order_by(ApiKey.id)
         return list((await self._session.execute(statement)).scalars())
 
+    async def page(self, after: uuid.UUID | None, limit: int) -> Sequence[ApiKey]:
+        """Up to ``limit`` keys after ``after`` (by id: UUIDv7, so by creation)."""
+        statement = select(ApiKey).where(ApiKey.tenant_id == self._tenant_id)
+        if after is not None:
+            statement = statement.where(ApiKey.id > after)
+        statement = statement.order_by(ApiKey.id).limit(limit)
+        return list((await self._session.execute(statement)).scalars())
+
     async def revoke(self, key_id: uuid.UUID) -> bytes | None:
         """Mark a key revoked; returns its digest (to evict caches) or None if unknown."""
         statement = (

@@ -49,6 +49,11 @@ class ApiKeyRead(msgspec.Struct):
     signed: bool = True
 
 
+class ApiKeyPage(msgspec.Struct):
+    items: list[ApiKeyRead]
+    next_cursor: str | None
+
+
 class ApiKeyCreated(msgspec.Struct):
     """The only answer that ever carries the secret."""
 

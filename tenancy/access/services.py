@@ -10,6 +10,7 @@ from tenancy.access.repositories import ApiKeyRepository, SigningRepository, Ten
 from tenancy.access.schemas import (
     ApiKeyCreate,
     ApiKeyCreated,
+    ApiKeyPage,
     ApiKeyRead,
     ApiKeyRotate,
     TenantCreated,
@@ -22,6 +23,7 @@ from tenancy.ids import ApiKeyId
 from tenancy.models import ApiKey
 from tether.core.errors import InvalidInput
 from tether.core.ids import TenantId
+from tether.core.pagination import decode_cursor, next_cursor
 from tether.core.settings import AccessSettings
 
 
@@ -143,6 +145,18 @@ class ApiKeyService:
 
     async def list(self) -> list[ApiKeyRead]:
         return [_read(k) for k in await self._keys.list()]
+
+    async def page(self, cursor: str | None, limit: int) -> ApiKeyPage:
+        """The keys a page at a time, oldest first (the console's list)."""
+        rows = await self._keys.page(decode_cursor(cursor), limit)
+        return ApiKeyPage(items=[_read(k) for k in rows], next_cursor=next_cursor(rows, limit))
+
+    async def get(self, key_id: ApiKeyId) -> ApiKeyRead:
+        """One of the tenant's keys (another tenant's is missing, exactly like none)."""
+        key = await self._keys.get(key_id)
+        if key is None:
+            raise ApiKeyNotFound(f"no API key {key_id}")
+        return _read(key)
 
     async def revoke(self, key_id: ApiKeyId) -> bytes:
         """Revoke a key; returns its digest so callers can evict caches."""

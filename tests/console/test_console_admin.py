@@ -1,10 +1,14 @@
-"""Tenant admin pages: keys shown once and revoked (with their console sessions),
-sessions ended by an admin, a policy decision tested, privacy patterns tried and saved,
+"""Tenant admin pages: keys shown once and revoked (with their console sessions), keys
+with an expiry, their last use, rotated with an overlap and paged, sessions ended by an
+admin, a policy decision tested, privacy patterns tried and saved,
 knowledge bases created, documents uploaded and re-indexed."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -41,7 +45,7 @@ async def test_a_new_key_is_shown_once_works_and_revoking_it_ends_its_sessions(c
     assert "Studio 1 的密钥" in listing.text
     creator = await signed_in(client, token)
     assert (await creator.get("/console/personas")).status_code == 200
-    key_id = re.search(r'data-key="([\w-]+)"><td>Studio 1', listing.text).group(1)
+    key_id = re.search(r'data-key="([\w-]+)"[^>]*><td>Studio 1', listing.text).group(1)
     revoked = await admin.post(
         f"/console/admin/keys/{key_id}/revoke", data={"_csrf": csrf_of(listing.text)}
     )
@@ -49,6 +53,160 @@ async def test_a_new_key_is_shown_once_works_and_revoking_it_ends_its_sessions(c
     assert "revoked=1" in revoked.headers["location"]
     assert (await client.get("/v1/personas", headers=headers)).status_code == 401
     assert (await creator.get("/console/personas")).status_code == 303
+
+
+def _row(html: str, key_id: str) -> str:
+    found = re.search(rf'<tr data-key="{key_id}".*?</tr>', html, re.S)
+    assert found, f"key {key_id} is not listed"
+    return found.group(0)
+
+
+def _new_token(html: str) -> str:
+    return re.search(r'id="new-token">\s*(tth_[\w-]+)', html).group(1)
+
+
+async def test_a_key_with_an_expiry_shows_its_end_and_last_use_and_a_past_one_is_refused(
+    client, tenant
+):
+    admin = await signed_in(client, token_of(tenant.admin))
+    csrf = await session_csrf(admin)
+    ends = (datetime.now(UTC) + timedelta(days=30)).replace(second=0, microsecond=0)
+    created = await admin.post(
+        "/console/admin/keys",
+        data={
+            "_csrf": csrf,
+            "role": "gateway",
+            "name": "网关 <script>alert(1)</script>",
+            "expires_at": ends.strftime("%Y-%m-%dT%H:%M"),  # a datetime-local field, UTC
+        },
+    )
+    assert created.status_code == 201
+    token = _new_token(created.text)
+    keys = (await client.get("/v1/api-keys", headers=tenant.admin)).json()
+    [key] = [k for k in keys if k["name"].startswith("网关")]
+    assert datetime.fromisoformat(key["expires_at"]) == ends  # the API's own field
+    listing = await admin.get("/console/admin/keys")
+    row = _row(listing.text, key["id"])
+    assert ends.strftime("%Y-%m-%d %H:%M:%S UTC") in row
+    assert "not yet" in row  # never used
+    assert "<script>alert(1)</script>" not in listing.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in row
+    used = await client.get("/v1/personas", headers={"Authorization": f"Bearer {token}"})
+    assert used.status_code == 200
+    deadline = time.monotonic() + 15  # last use is written in batches, seconds later
+    while "not yet" in _row((await admin.get("/console/admin/keys")).text, key["id"]):
+        assert time.monotonic() < deadline, "the last use never showed"
+        await asyncio.sleep(0.5)
+    past = await admin.post(
+        "/console/admin/keys",
+        data={"_csrf": csrf, "role": "gateway", "name": "late", "expires_at": "2020-01-01T00:00"},
+    )
+    assert past.status_code == 422
+    assert 'id="key-error"' in past.text
+    assert "must be in the future" in past.text
+    assert 'value="late"' in past.text  # the form keeps what was typed
+    assert not [
+        k
+        for k in (await client.get("/v1/api-keys", headers=tenant.admin)).json()
+        if k["name"] == "late"
+    ]
+
+
+async def test_a_key_is_rotated_with_an_overlap_and_the_new_secret_shown_once(client, tenant):
+    admin = await signed_in(client, token_of(tenant.admin))
+    issued = await client.post(
+        "/v1/api-keys", json={"role": "compliance", "name": "审计 A"}, headers=tenant.admin
+    )
+    old = issued.json()
+    old_headers = {"Authorization": f"Bearer {old['token']}"}
+    key_id = old["key"]["id"]
+    confirm = await admin.get(f"/console/admin/keys/{key_id}/rotate")
+    assert confirm.status_code == 200
+    assert 'id="overlap_minutes"' in confirm.text
+    assert 'value="60"' in confirm.text  # TETHER_ACCESS__ROTATION_OVERLAP_SECONDS, in minutes
+    assert old["token"] not in confirm.text
+    too_long = await admin.post(
+        f"/console/admin/keys/{key_id}/rotate",
+        data={"_csrf": csrf_of(confirm.text), "overlap_minutes": str(31 * 24 * 60)},
+    )
+    assert too_long.status_code in (400, 422)
+    assert 'id="key-error"' in too_long.text
+    rotated = await admin.post(
+        f"/console/admin/keys/{key_id}/rotate",
+        data={"_csrf": csrf_of(confirm.text), "overlap_minutes": "10"},
+    )
+    assert rotated.status_code == 201
+    token = _new_token(rotated.text)
+    assert token != old["token"]
+    assert 'id="rotated-note"' in rotated.text
+    new_headers = {"Authorization": f"Bearer {token}"}
+    assert (await client.get("/v1/audit", headers=new_headers)).status_code == 200
+    assert (await client.get("/v1/audit", headers=old_headers)).status_code == 200  # overlap
+    keys = {k["id"]: k for k in (await client.get("/v1/api-keys", headers=tenant.admin)).json()}
+    ends = datetime.fromisoformat(keys[key_id]["expires_at"])
+    assert timedelta(minutes=9) < ends - datetime.now(UTC) <= timedelta(minutes=10)
+    new_id = keys[key_id]["replaced_by"]
+    assert keys[new_id]["name"] == "审计 A"
+    listing = await admin.get("/console/admin/keys")
+    assert 'data-state="rotated"' in _row(listing.text, key_id)
+    assert f"/console/admin/keys/{key_id}/rotate" not in listing.text  # rotated once
+    assert token not in listing.text
+    again = await admin.get(f"/console/admin/keys/{key_id}/rotate")
+    assert again.status_code == 409
+    assert 'id="error-title"' in again.text
+    # No overlap: the old secret stops at once.
+    page = await admin.get(f"/console/admin/keys/{new_id}/rotate")
+    now = await admin.post(
+        f"/console/admin/keys/{new_id}/rotate",
+        data={"_csrf": csrf_of(page.text), "overlap_minutes": "0"},
+    )
+    assert now.status_code == 201
+    assert (await client.get("/v1/audit", headers=new_headers)).status_code == 401
+    rotations = await client.get("/v1/audit?action=key.rotate", headers=tenant.admin)
+    assert len(rotations.json()["items"]) >= 2  # audited like the API's rotations
+
+
+async def test_another_tenants_key_is_missing_and_a_forged_rotation_is_refused(
+    client, tenant, make_tenant
+):
+    other = await make_tenant()
+    foreign = (
+        await client.post("/v1/api-keys", json={"role": "gateway"}, headers=other.admin)
+    ).json()["key"]["id"]
+    admin = await signed_in(client, token_of(tenant.admin))
+    missing = await admin.get(f"/console/admin/keys/{foreign}/rotate")
+    assert missing.status_code == 404
+    assert 'id="error-title"' in missing.text
+    csrf = await session_csrf(admin)
+    posted = await admin.post(
+        f"/console/admin/keys/{foreign}/rotate", data={"_csrf": csrf, "overlap_minutes": "5"}
+    )
+    assert posted.status_code == 404
+    forged = await admin.post(
+        f"/console/admin/keys/{foreign}/rotate", data={"overlap_minutes": "5"}
+    )
+    assert forged.status_code == 403  # no CSRF token
+    keys = (await client.get("/v1/api-keys", headers=other.admin)).json()
+    assert all(k["replaced_by"] is None for k in keys)
+
+
+async def test_keys_are_paged(client, make_tenant):
+    fresh = await make_tenant()
+    for n in range(50):
+        answer = await client.post(
+            "/v1/api-keys", json={"role": "gateway", "name": f"k{n:02d}"}, headers=fresh.admin
+        )
+        assert answer.status_code == 201
+    admin = await signed_in(client, token_of(fresh.admin))
+    first = await admin.get("/console/admin/keys")
+    assert first.text.count("<tr data-key=") == 50
+    more = re.search(r'href="\?cursor=([\w-]+)"', first.text)
+    assert more, "a full page links to the next one"
+    second = await admin.get(f"/console/admin/keys?cursor={more.group(1)}")
+    assert second.text.count("<tr data-key=") == 1  # the tenant's admin key, then 50
+    assert "k49" in second.text
+    bad = await admin.get("/console/admin/keys?cursor=%3Cscript%3E")
+    assert bad.status_code in (400, 422)
 
 
 async def test_an_admin_ends_another_console_session(client, tenant):

@@ -2,7 +2,8 @@
 an ended session; two editors and the 412 merge view; the playground equals POST
 /v1/context; compliance verifies the chain, then names a tampered row; a creator cannot
 open another creator's persona; XSS renders as text and a cross-origin form is refused.
-Every page is captured (docs/console/ with CONSOLE_SCREENSHOTS=docs/console)."""
+Every page is captured (docs/console/ with CONSOLE_SCREENSHOTS=docs/console); the tenant
+admin pages are in test_console_admin_browser."""
 
 from __future__ import annotations
 
@@ -399,37 +400,6 @@ async def test_every_page_renders_on_a_laptop_and_a_phone(server, chromium, worl
     ):
         await page.goto(server + path)
         await _shot(page, shots, name)
-    await page.goto(server + "/console/admin/keys")
-    await page.select_option("#role", "creator")
-    await page.fill("#subject", "studio-a")
-    await page.fill("#name", "Studio A console")
-    await page.click("#create-key-submit")
-    await page.wait_for_selector("#new-token")
-    await _shot(page, shots, "keys")
-    await page.goto(server + "/console/admin/privacy")
-    await page.fill("#patterns", "ORDER ORD-\\d{6}")
-    await page.fill("#sample", "我的订单 ORD-123456，电话 13812345678，email mei@example.com")
-    await page.click("#privacy-test")
-    await page.wait_for_selector("#masked")
-    assert "[ORDER]" in await page.inner_text("#masked")
-    await _shot(page, shots, "privacy")
-    await page.goto(server + "/console/admin/knowledge")
-    await page.fill("#name", "Café handbook 咖啡馆手册")
-    await page.click("#create-base button")
-    await page.wait_for_selector("#upload-form")
-    await page.set_input_files(
-        "#file",
-        files=[
-            {
-                "name": "menu.md",
-                "mimeType": "text/markdown",
-                "buffer": "# Menu\nLatte 28 元. Oat milk on request. 燕麦奶可选。".encode(),
-            }
-        ],
-    )
-    await page.click("#upload")
-    await page.wait_for_selector("[data-status=ready]", timeout=30_000)
-    await _shot(page, shots, "knowledge")
     await page.goto(server + "/console/locale/zh?next=/console/audit")
     await _shot(page, shots, "audit-zh")
     await page.goto(server + "/console/locale/en?next=/console/")

@@ -69,6 +69,8 @@ ELSEWHERE = {
     ("POST", "/console/users/{user_id:uuid}/consent"): "test_console_pages",
     ("POST", "/console/admin/keys"): "test_console_admin",
     ("POST", "/console/admin/keys/{key_id:uuid}/revoke"): "test_console_admin",
+    ("GET", "/console/admin/keys/{key_id:uuid}/rotate"): "test_console_admin",
+    ("POST", "/console/admin/keys/{key_id:uuid}/rotate"): "test_console_admin",
     ("POST", "/console/admin/sessions/{id_hash:str}/revoke"): "test_console_admin",
     ("POST", "/console/admin/policies/check"): "test_console_admin",
     ("POST", "/console/admin/privacy"): "test_console_admin",

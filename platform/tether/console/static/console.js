@@ -17,6 +17,29 @@
       if (bar) { bar.hidden = true; bar.value = 0; }
     }
   });
+  // A refused upload (too large, empty, not a PDF/text file): say why in the form, as
+  // text (the error page's detail or the problem's), instead of a silent stuck bar.
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var form = event.target.closest ? event.target.closest("form[data-progress]") : null;
+    if (!form) return;
+    var box = form.querySelector("[data-upload-error]");
+    if (!box) return;
+    if (event.detail.successful) { box.hidden = true; box.textContent = ""; return; }
+    var xhr = event.detail.xhr, detail = "";
+    try {
+      var type = (xhr && xhr.getResponseHeader("Content-Type")) || "";
+      if (type.indexOf("json") >= 0) {
+        detail = JSON.parse(xhr.responseText).detail || "";
+      } else if (xhr && xhr.responseText) {
+        var found = new DOMParser().parseFromString(xhr.responseText, "text/html").getElementById("error-detail");
+        detail = found ? found.textContent : "";
+      }
+    } catch (ignored) { detail = ""; }
+    box.textContent = box.getAttribute("data-upload-error") + (detail ? " " + detail : "");
+    box.hidden = false;
+    var bar = document.getElementById(form.getAttribute("data-progress"));
+    if (bar) { bar.hidden = true; bar.value = 0; }
+  });
   // Copy a shown-once token to the clipboard.
   document.addEventListener("click", function (event) {
     var button = event.target.closest("[data-copy]");
