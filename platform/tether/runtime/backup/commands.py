@@ -10,26 +10,31 @@ from pathlib import Path
 from tether.core import migrations
 from tether.core.settings import Settings
 from tether.runtime.backup.progress import Bar
-from tether.runtime.preflight import DataDirLock, ensure_writable_dir
+from tether.runtime.preflight import DataDirLock, StartupError, ensure_writable_dir
 from tether.runtime.services import backing_services
 
 
 def _cmd_backup(settings: Settings, args: argparse.Namespace) -> int:
-    from tether.runtime.backup.dump import backup
+    from tether.runtime.backup.dump import backup, dated, prune
 
+    if args.keep is not None and args.keep < 1:
+        raise StartupError(f"--keep {args.keep} would remove the new backup", "keep 1 or more")
+    directory = args.directory if args.keep is None else dated(args.directory)
     # A running `tether serve` on the same data dir is joined, not stopped: the dump
     # is one snapshot of the live system.
     with backing_services(settings, need_redis=False) as live:
-        manifest = asyncio.run(backup(live.require_owner_url(), args.directory, args.pg_bin))
+        manifest = asyncio.run(backup(live.require_owner_url(), directory, args.pg_bin))
     state = manifest.state
-    summary = {
-        "backup": str(args.directory.resolve()),
+    summary: dict[str, object] = {
+        "backup": str(directory.resolve()),
         "migrations_head": state.migrations_head,
         "rows": sum(state.tables.values()),
         "tables": len(state.tables),
         "tenants": len(state.audit_heads),
         "bytes": manifest.dump_bytes,
     }
+    if args.keep is not None:
+        summary["removed"] = [str(d) for d in prune(args.directory, args.keep)]
     print(json.dumps(summary))  # noqa: T201
     return 0
 
@@ -119,7 +124,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="dump the database (one consistent snapshot, also of a running system) "
         "with a manifest of its counts and audit chain heads into a new directory",
     )
-    made.add_argument("directory", type=Path, help="a new or empty directory")
+    made.add_argument(
+        "directory", type=Path, help="a new or empty directory (with --keep: their parent)"
+    )
+    made.add_argument(
+        "--keep",
+        type=int,
+        default=None,
+        metavar="N",
+        help="write into a new directory named by the time under DIRECTORY, then remove "
+        "all but the newest N backups there (scheduled backups)",
+    )
     _pg_bin(made)
     made.set_defaults(handler=_cmd_backup)
     back = sub.add_parser(

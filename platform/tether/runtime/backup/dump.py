@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from tether.runtime.backup.manifest import (
     CONSISTENCY,
     DUMP_FILE,
     FORMAT,
+    MANIFEST_FILE,
     Manifest,
     read_state,
     require_full_view,
@@ -93,3 +95,20 @@ async def backup(owner_url: str, directory: Path, pg_bin: Path | None = None) ->
         await engine.dispose()
     write_manifest(directory, manifest)
     return manifest
+
+
+def dated(parent: Path) -> Path:
+    """A new backup's directory under ``parent``, named by the time (names sort as time)."""
+    return parent / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def prune(parent: Path, keep: int) -> list[Path]:
+    """Remove all but the newest ``keep`` complete backups under ``parent``, and every
+    unfinished one (no manifest: a run that failed); the directories removed."""
+    dated_dirs = sorted(d for d in parent.iterdir() if d.is_dir() and d.name[:1].isdigit())
+    complete = [d for d in dated_dirs if (d / MANIFEST_FILE).is_file()]
+    unfinished = [d for d in dated_dirs if d not in complete]
+    removed = complete[: max(len(complete) - keep, 0)] + unfinished
+    for directory in removed:
+        shutil.rmtree(directory)
+    return removed
