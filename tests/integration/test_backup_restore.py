@@ -23,7 +23,8 @@ from tether.core.migrations import head_revision
 from tether.core.settings import Settings
 from tether.providers.offline import load_model
 
-pytestmark = [pytest.mark.integration, pytest.mark.worker]
+# Filling through a worker, two backups and two restores (each a process of its own).
+pytestmark = [pytest.mark.integration, pytest.mark.worker, pytest.mark.timeout(600)]
 
 BASES = "/v1/knowledge-bases"
 FAQ = (
