@@ -149,12 +149,17 @@ async def _answers(client: Any, world: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _turns_while(client: Any, world: dict[str, Any], stop: asyncio.Event) -> int:
-    """Turns arriving (and being stored by the worker) while the backup runs."""
+    """Turns arriving (and being stored by the worker) while the backup runs, in a
+    relationship of their own (the compared ones' recent turns stay as they were)."""
+    body = resolve_body("live-writer")
+    rid = (await client.post("/v1/resolve", json=body, headers=world["gateway"])).json()[
+        "relationship_id"
+    ]
     sent = 0
     while not stop.is_set():
         turn = {"session_id": "live", "role": "user", "text": f"live turn {sent} 实时消息"}
         await client.post(
-            f"/v1/relationships/{world['rid']}/turns",
+            f"/v1/relationships/{rid}/turns",
             json={"turns": [turn]},
             headers=world["gateway"],
         )
