@@ -73,3 +73,42 @@ def test_the_progress_line_is_rewritten_in_place_and_ends_once() -> None:
     assert "\r[###############...............] tables dumped 2/4" in text
     assert text.endswith("\n")
     assert text.count("\n") == 1
+
+
+def _written(directory: Path, head: str, dump: bytes = b"PGDMP...") -> Path:
+    from datetime import UTC, datetime
+
+    from tether.runtime.backup.dump import sha256
+    from tether.runtime.backup.manifest import DUMP_FILE, FORMAT, Manifest, write_manifest
+
+    directory.mkdir()
+    (directory / DUMP_FILE).write_bytes(dump)
+    state = DatabaseState(head, {"tenants": 1}, {})
+    manifest = Manifest(
+        FORMAT, "0.1.0", datetime.now(UTC), "18.6", 18, "one snapshot", state, DUMP_FILE,
+        len(dump), sha256(directory / DUMP_FILE),
+    )  # fmt: skip
+    write_manifest(directory, manifest)
+    return directory
+
+
+def test_a_backup_of_a_schema_this_release_does_not_know_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tether.runtime.backup.restore import check_backup
+
+    assert check_backup(_written(tmp_path / "ok", "0019")).state.migrations_head == "0019"
+    with pytest.raises(StartupError) as refused:
+        check_backup(_written(tmp_path / "newer", "9999"))
+    assert "0.1.0" in refused.value.fix  # restore it with the release that wrote it
+
+
+def test_a_truncated_or_foreign_backup_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tether.runtime.backup.restore import check_backup
+
+    short = _written(tmp_path / "short", "0019")
+    (short / "database.dump").write_bytes(b"PG")
+    with pytest.raises(StartupError, match="missing or truncated"):
+        check_backup(short)
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / MANIFEST_FILE).write_text('{"hello": 1}')
+    with pytest.raises(StartupError, match="not a Tether backup manifest"):
+        check_backup(tmp_path / "foreign")
