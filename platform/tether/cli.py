@@ -10,6 +10,7 @@ import sys
 
 from tether.core.logging import configure_logging
 from tether.core.settings import Settings
+from tether.runtime.backup.commands import register as register_backup
 from tether.runtime.preflight import StartupError
 
 
@@ -203,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="redo every memory, not only those of another model"
     )
     reindex.set_defaults(handler=_cmd_reindex)
+    register_backup(sub)
     sub.add_parser(
         "doctor", help="check every dependency and print what is wrong, with the fix"
     ).set_defaults(handler=_cmd_doctor)

@@ -34,7 +34,7 @@ def _env(settings: Settings) -> dict[str, str]:
 
 def test_help_explains_every_subcommand() -> None:
     out = _tether("--help", env={}).stdout
-    for command in ("serve", "worker", "migrate", "tenant", "doctor"):
+    for command in ("serve", "worker", "migrate", "tenant", "doctor", "backup", "restore"):
         assert command in out
 
 

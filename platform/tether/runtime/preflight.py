@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import socket
 from pathlib import Path
@@ -63,6 +62,8 @@ class DataDirLock:
         self._handle: IO[str] | None = None
 
     def acquire(self) -> None:
+        import fcntl  # here, not at the top: the CLI must load where fcntl does not exist
+
         handle = self._path.open("a+")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -83,6 +84,8 @@ class DataDirLock:
 
     def release(self) -> None:
         if self._handle is not None:
+            import fcntl
+
             fcntl.flock(self._handle, fcntl.LOCK_UN)
             self._handle.close()
             self._handle = None

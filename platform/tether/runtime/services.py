@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from tether.core.settings import Settings
 from tether.runtime.embedded_postgres import EmbeddedPostgres, default_shared_buffers_mb
 from tether.runtime.embedded_redis import EmbeddedRedis
+from tether.runtime.platforms import require_embedded_redis
 from tether.runtime.preflight import ensure_writable_dir
 
 
@@ -20,6 +21,8 @@ def backing_services(settings: Settings, *, need_redis: bool = True) -> Iterator
     redises: list[EmbeddedRedis] = []
     database_url, redis_url = settings.database_url, settings.redis_url
     hot_redis_url, owner_url = settings.hot_redis_url, None
+    if need_redis and redis_url is None:
+        require_embedded_redis()  # before starting anything: one line, at once
     try:
         if database_url is None or (need_redis and redis_url is None):
             data_dir = ensure_writable_dir(settings.data_dir)
