@@ -351,7 +351,6 @@ async def test_cross_tenant_work_goes_only_through_the_narrow_system_functions(
         "tether_expired_memories",
         "tether_stalled_documents",
         "memory_terms",
-        "recall_snapshots_forget",
     }
     for name, owner, _, acl in functions:
         assert owner == "tether_system", name
