@@ -16,10 +16,12 @@ from tether.context.controllers import ContextController
 from tether.health.controllers import HealthController
 from tether.knowledge.controllers import KnowledgeBaseController, KnowledgeDocumentController
 from tether.memories.controllers import MemoryController
+from tether.memories.preview_controllers import ExtractionPreviewController
 from tether.personas.controllers import PersonaProfileController
 from tether.privacy.controllers import PrivacyPatternController
 from tether.profiles.controllers import GlobalProfileController
 from tether.recall.controllers import SearchController
+from tether.recap.controllers import RecapController
 from tether.rights.controllers import (
     ForgetController,
     RelationshipExportController,
@@ -40,8 +42,10 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     PersonaProfileController,
     TurnController,
     MemoryController,
+    ExtractionPreviewController,
     SearchController,
     ContextController,
+    RecapController,
     PrivacyPatternController,
     TenantLimitsController,
     PolicyController,

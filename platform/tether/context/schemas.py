@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from tenancy.resolve.schemas import ExternalId, PersonaRef, UserRef
-from tether.core.text import CONTENT_CHARS, items, text
+from tether.core.text import CONTENT_CHARS, Identifier, items, text
 
 Query = Annotated[str, text(4000, min_length=1)]
 
@@ -30,6 +30,11 @@ class ContextRequest(msgspec.Struct, forbid_unknown_fields=True):
     knowledge_base_id: uuid.UUID | None = None
     recent_turns: Annotated[int, msgspec.Meta(ge=0, le=50)] = 6
     messages: Annotated[list[ChatMessage], items(200)] | None = None
+    # A "last time" recap section (time since the last contact, open plans, feelings):
+    # off by default, it reads Postgres; send it on the first message of a session.
+    last_time: bool = False
+    # The session this message belongs to: left out of "last time".
+    session_id: Identifier | None = None
 
 
 class ContextItem(msgspec.Struct):

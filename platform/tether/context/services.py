@@ -35,6 +35,7 @@ from tether.knowledge.engine import KnowledgeResult
 from tether.personas.services import PersonaProfileReader
 from tether.profiles.services import ConsentedProfile
 from tether.recall.services import Recall, Recalled, may_see_private
+from tether.recap.schemas import Recap
 from tether.turns.claims import WorkingMemoryEntry
 from tether.turns.working_memory import WorkingMemory
 
@@ -46,6 +47,7 @@ def _ms(start: float) -> float:
 
 
 KnowledgeLookup = Callable[[RelationshipCard, ContextRequest], Awaitable[KnowledgeResult]]
+RecapLookup = Callable[[RelationshipScope, str | None], Awaitable[Recap]]
 
 
 def with_context(messages: list[ChatMessage] | None, context: str, query: str) -> list[ChatMessage]:
@@ -72,7 +74,9 @@ class ContextService:
         settings: Settings,
         global_profile: ConsentedProfile,
         knowledge: KnowledgeLookup,
+        recap: RecapLookup | None = None,
     ) -> None:
+        self._recap = recap
         self._knowledge = knowledge
         self._global_profile = global_profile
         self._directory = directory
@@ -159,7 +163,7 @@ class ContextService:
             knowledge = pieces.knowledge_pieces(found)
             degraded.extend(d for d in found.degraded if d not in degraded)
             timings["knowledge"] = _ms(started)
-        candidates = {
+        candidates: dict[str, list[Piece]] = {
             "rules": [
                 Piece("rules", "rules", template.RULES, template.RULES, None, "always included")
             ],
@@ -169,7 +173,12 @@ class ContextService:
             "recent": pieces.recent_pieces(recent),
             "knowledge": knowledge,
         }
+        if request.last_time and request.memory_enabled and self._recap is not None:
+            recap = await self._recap(card.scope, request.session_id)
+            candidates["last_time"] = pieces.last_time_pieces(recap)
+            timings["last_time"] = _ms(started)
         caps = {
+            "last_time": budgets.last_time_tokens,
             "rules": budgets.rules_tokens,
             "profile": budgets.profile_tokens,
             "memory": budgets.memory_tokens,
@@ -182,8 +191,8 @@ class ContextService:
         context = template.render({name: [p.line for p in items] for name, items in chosen.items()})
         items = [
             ContextItem(p.section, p.kind, p.id, p.text, fitted.costs[id(p)], p.score, p.reason)
-            for name in ("rules", "profile", "memory", "recent", "knowledge")
-            for p in chosen[name]
+            for name in ("rules", "profile", "last_time", "memory", "recent", "knowledge")
+            for p in chosen.get(name, [])
         ]
         budget = {
             name: SectionBudget(fitted.limits[name], fitted.used[name], fitted.dropped[name])

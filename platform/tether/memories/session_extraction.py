@@ -59,6 +59,10 @@ def _existing(memory: Memory) -> ExistingMemory:
     )
 
 
+# The extraction preview compares candidates with the same view of stored memories.
+existing_memory = _existing
+
+
 def _candidate_json(candidate: Candidate) -> dict[str, Any]:
     return {
         "memory_type": candidate.memory_type.value,
