@@ -43,8 +43,15 @@ _EN_DATE = re.compile(
     r"(?P<d>\d{1,2})(?:st|nd|rd|th)?\b",
     re.IGNORECASE,
 )
+_YEAR = re.compile(r"\b(?:in|by)\s+(?P<y>(?:19|20)\d{2})\b|(?P<zy>(?:19|20)\d{2})年(?!\d{1,2}月)")
 _NEXT_NEXT_WEEK = re.compile(r"下下(?:个)?(?:周|星期|礼拜)(?P<w>[一二三四五六日天])?")
 _ZH_WEEKDAY = "一二三四五六日天"
+# Spans without a number: a date would be a guess.
+_VAGUE = re.compile(
+    r"几(?:个)?(?:天|周|星期|礼拜|个月|月|年)(?:以后|之后|后)|过(?:一)?阵子|过段时间"
+    r"|\bin (?:a few|several|a couple of|some) (?:days|weeks|months|years)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +114,25 @@ def _next_next_week(text: str, said: datetime) -> datetime | None:
     return monday + timedelta(days=min(_ZH_WEEKDAY.index(weekday), 6)) if weekday else monday
 
 
+def _year(text: str, said: datetime) -> tuple[datetime, datetime] | None:
+    match = _YEAR.search(text)
+    if match is None:
+        return None
+    year = int(match.group("y") or match.group("zy"))
+    start = _midnight(said).replace(year=year, month=1, day=1)
+    return start, start.replace(year=year + 1)
+
+
 def plan_date(text: str, said: datetime) -> PlanDate:
     """The date of the plan ``text`` states, resolved against ``said`` (tz-aware)."""
+    if _VAGUE.search(text):
+        return PlanDate(None, None, "vague")
     day = _span(text, said) or _calendar(text, said) or _next_next_week(text, said)
+    year = None if day is not None else _year(text, said)
     if day is not None:
         start, end = day, day + timedelta(days=1)
+    elif year is not None:
+        start, end = year
     else:
         ref, _ = find_time(text, said, is_zh(text))
         if ref is None:

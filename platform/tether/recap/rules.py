@@ -17,7 +17,7 @@ _CANCELLED = re.compile(
 )
 _DEFERRED = re.compile(
     r"下次再(?:聊|说|讲|告诉)|回头再(?:聊|说|讲)|改天再(?:聊|说)|以后再(?:聊|说)|等.{0,6}再告诉你"
-    r"|\b(?:talk|tell you|chat) (?:about (?:it|that|this) )?(?:later|next time|another time)\b"
+    r"|\b(?:talk|tell you|chat)\b[^.?!。？！]{0,40}\b(?:later|next time|another time)\b"
     r"|\bremind me\b|\bget back to (?:you|it)\b|\bto be continued\b",
     re.IGNORECASE,
 )
