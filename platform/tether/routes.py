@@ -17,6 +17,7 @@ from tether.health.controllers import HealthController
 from tether.knowledge.controllers import KnowledgeBaseController, KnowledgeDocumentController
 from tether.memories.controllers import MemoryController
 from tether.memories.preview_controllers import ExtractionPreviewController
+from tether.memories.session_controllers import SessionDefaultsController, SessionFlagController
 from tether.personas.controllers import PersonaProfileController
 from tether.privacy.controllers import PrivacyPatternController
 from tether.profiles.controllers import GlobalProfileController
@@ -43,6 +44,8 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     TurnController,
     MemoryController,
     ExtractionPreviewController,
+    SessionFlagController,
+    SessionDefaultsController,
     SearchController,
     ContextController,
     RecapController,

@@ -149,6 +149,17 @@ TABLE: dict[tuple[str, str], Route] = {
     ("GET", R + M + "/history"): Route("DAOOD"),
     ("GET", R + M + "/sources"): Route("DAOOD"),
     ("POST", R + "/search"): Route("DAOOD", body(lambda s: {"query": "bees 蜜蜂"})),
+    ("GET", R + "/recap"): Route("DAOOD"),
+    ("POST", "/v1/memories/extract"): Route(
+        "DAOOD",
+        body(
+            lambda s: {
+                "relationship_id": s.relationship_id,
+                "turns": [{"role": "user", "text": "我喜欢喝绿茶 I like green tea"}],
+            }
+        ),
+        objects=True,
+    ),
     ("POST", "/v1/context"): Route(
         "DAOOD",
         body(lambda s: {"relationship_id": s.relationship_id, "query": "bees"}),

@@ -29,7 +29,9 @@ async def test_preview_decides_against_stored_memories_and_writes_nothing(
     await say(client, headers, rid, "s1", [("user", "我特别喜欢吃辣"), ("user", "我住在深圳")], at)
     await wait_extracted(superuser, rid, "s1")
     stored = (
-        await client.get(f"/v1/relationships/{rid}/memories", params={"active": "true"}, headers=headers)
+        await client.get(
+            f"/v1/relationships/{rid}/memories", params={"active": "true"}, headers=headers
+        )
     ).json()["items"]
     spicy = next(m["id"] for m in stored if "辣" in m["content"] and m["memory_type"] != "summary")
     before = await row_counts(superuser, rid)
@@ -46,7 +48,8 @@ async def test_preview_decides_against_stored_memories_and_writes_nothing(
     response = await client.post(PATH, json=body, headers=headers)
     assert response.status_code == 200, response.text
     preview = response.json()
-    assert preview["dry_run"] is True and preview["steps"] == ["rules"]
+    assert preview["dry_run"] is True
+    assert preview["steps"] == ["rules"]
     actions = {d["candidate"]: d for d in preview["decisions"]}
     by_content = {c["content"]: c["index"] for c in preview["candidates"]}
     spicy_now = next(i for c, i in by_content.items() if "辣" in c)
@@ -54,10 +57,13 @@ async def test_preview_decides_against_stored_memories_and_writes_nothing(
     assert actions[spicy_now]["target_memory_id"] == spicy
     city = next(i for c, i in by_content.items() if "深圳" in c)
     assert actions[city]["action"] == "duplicate"
-    cats = [d for d in preview["decisions"] if "猫" in preview["candidates"][d["candidate"]]["content"]]
-    assert [d["action"] for d in cats][0] == "insert"
+    cats = [
+        d for d in preview["decisions"] if "猫" in preview["candidates"][d["candidate"]]["content"]
+    ]
+    assert next(d["action"] for d in cats) == "insert"
     if len(cats) > 1:  # the same statement twice: the second merges into the first
-        assert cats[1]["action"] == "duplicate" and cats[1]["target_candidate"] == cats[0]["candidate"]
+        assert cats[1]["action"] == "duplicate"
+        assert cats[1]["target_candidate"] == cats[0]["candidate"]
     assert preview["candidates"][spicy_now]["source_turns"] == [0]
     assert "phone" in " ".join(preview["masked"]) or preview["masked"]
     assert "13812345678" not in response.text
@@ -71,9 +77,15 @@ async def test_english_preview_of_a_new_relationship_inserts(client, gateway, su
     before = await row_counts(superuser, rid)
     turns = [
         {"role": "user", "text": "I'm allergic to peanuts."},
-        {"role": "user", "text": "I have my driving test next Friday.", "at": "2026-11-04T10:00:00Z"},
+        {
+            "role": "user",
+            "text": "I have my driving test next Friday.",
+            "at": "2026-11-04T10:00:00Z",
+        },
     ]
-    response = await client.post(PATH, json={"relationship_id": rid, "turns": turns}, headers=headers)
+    response = await client.post(
+        PATH, json={"relationship_id": rid, "turns": turns}, headers=headers
+    )
     assert response.status_code == 200, response.text
     preview = response.json()
     assert {d["action"] for d in preview["decisions"]} == {"insert"}
@@ -102,7 +114,9 @@ async def test_preview_bounds_its_input(client, gateway, turns, field) -> None:
     assert response.headers["content-type"].startswith("application/problem+json")
 
 
-async def test_preview_is_not_a_write_and_not_another_tenant_s(client, gateway, make_tenant) -> None:
+async def test_preview_is_not_a_write_and_not_another_tenant_s(
+    client, gateway, make_tenant
+) -> None:
     _, headers = gateway
     rid = await relationship(client, headers, "preview-auth")
     turns = [{"role": "user", "text": "我喜欢喝绿茶"}]

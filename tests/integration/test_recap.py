@@ -58,7 +58,13 @@ async def test_chinese_recap_over_three_sessions(client, gateway, celery_worker,
         [
             ["下周五我要考雅思，有点紧张", "加油！", "我打算去杭州旅行", "听起来不错"],
             ["杭州的旅行取消了", "好可惜", "明天要去看牙医", "祝顺利"],
-            ["最近压力好大", "怎么了？", "工作上的事，这个下次再聊吧", "好的", "你觉得我该换工作吗？"],
+            [
+                "最近压力好大",
+                "怎么了？",
+                "工作上的事，这个下次再聊吧",
+                "好的",
+                "你觉得我该换工作吗？",
+            ],
         ],
     )
     exam = next_week(4)
@@ -69,7 +75,8 @@ async def test_chinese_recap_over_three_sessions(client, gateway, celery_worker,
     [exam_plan] = [p for c, p in plans.items() if "雅思" in c]
     assert exam_plan["status"] == "upcoming"
     assert exam_plan["due_from"] == exam.isoformat() == exam_plan["due_until"]
-    assert exam_plan["memory_ids"] and exam_plan["turn_ids"]
+    assert exam_plan["memory_ids"]
+    assert exam_plan["turn_ids"]
     [dentist] = [p for c, p in plans.items() if "牙医" in c]
     assert dentist["status"] == "overdue"
     assert dentist["due_from"] == (T0 + timedelta(days=3)).date().isoformat()
@@ -82,13 +89,16 @@ async def test_chinese_recap_over_three_sessions(client, gateway, celery_worker,
     assert "换工作" in topics["unanswered_question"]["text"]
     assert topics["deferred"]["turn_ids"]
     feelings = [f["feeling"] for f in early["feelings"]]
-    assert feelings[0] == "紧张" and "压力大" in feelings
+    assert feelings[0] == "紧张"
+    assert "压力大" in feelings
     assert early["trajectory"] in ("steady", "worsening")
     assert all(f["memory_ids"] for f in early["feelings"])
     assert early["empty"] is False
     # On the day of the exam it is due; the day after, overdue ("how did it go?").
     on_the_day = datetime.combine(exam, datetime.min.time(), UTC) + timedelta(hours=9)
-    due = {p["content"]: p["status"] for p in (await _recap(client, headers, rid, on_the_day))["plans"]}
+    due = {
+        p["content"]: p["status"] for p in (await _recap(client, headers, rid, on_the_day))["plans"]
+    }
     assert [s for c, s in due.items() if "雅思" in c] == ["due"]
     after = await _recap(client, headers, rid, on_the_day + timedelta(days=1))
     assert [p["status"] for p in after["plans"] if "雅思" in p["content"]] == ["overdue"]
@@ -108,9 +118,27 @@ async def test_english_recap_keeps_undated_plans_as_text(
         superuser,
         rid,
         [
-            ["I have my driving test next Friday.", "Good luck!", "I plan to visit Paris with my sister.", "Lovely."],
-            ["The Paris trip got cancelled.", "Oh no.", "I feel anxious.", "Why?", "I plan to move to Berlin in two weeks.", "Big step!"],
-            ["I feel happy today.", "Great!", "I plan to retire in 2040.", "Nice", "Let's talk about my landlord later."],
+            [
+                "I have my driving test next Friday.",
+                "Good luck!",
+                "I plan to visit Paris with my sister.",
+                "Lovely.",
+            ],
+            [
+                "The Paris trip got cancelled.",
+                "Oh no.",
+                "I feel anxious.",
+                "Why?",
+                "I plan to move to Berlin in two weeks.",
+                "Big step!",
+            ],
+            [
+                "I feel happy today.",
+                "Great!",
+                "I plan to retire in 2040.",
+                "Nice",
+                "Let's talk about my landlord later.",
+            ],
         ],
     )
     as_of = T0 + timedelta(days=4, hours=2)
@@ -118,12 +146,14 @@ async def test_english_recap_keeps_undated_plans_as_text(
     by_text = {p["content"]: p for p in recap["plans"]}
     assert not any("Paris" in c for c in by_text)
     [test] = [p for c, p in by_text.items() if "driving test" in c]
-    assert test["status"] == "upcoming" and test["due_from"] == next_week(4).isoformat()
+    assert test["status"] == "upcoming"
+    assert test["due_from"] == next_week(4).isoformat()
     [berlin] = [p for c, p in by_text.items() if "Berlin" in c]
     assert berlin["status"] == "upcoming"
     assert berlin["due_from"] == (T0 + timedelta(days=16)).date().isoformat()
     [retire] = [p for c, p in by_text.items() if "retire" in c]
-    assert retire["status"] == "undated" and retire["due_from"] is None
+    assert retire["status"] == "undated"
+    assert retire["due_from"] is None
     assert retire["unresolved"] == "far_future"
     assert [f["feeling"] for f in recap["feelings"]] == ["anxious", "happy"]
     assert recap["trajectory"] == "improving"
@@ -140,8 +170,11 @@ async def test_no_history_is_an_empty_recap(client, gateway) -> None:
     response = await client.get(f"/v1/relationships/{rid}/recap", headers=headers)
     assert response.status_code == 200, response.text
     body = response.json()
-    assert body["empty"] is True and body["plans"] == [] and body["last_session"] is None
-    assert body["last_contact_at"] is None and body["trajectory"] is None
+    assert body["empty"] is True
+    assert body["plans"] == []
+    assert body["last_session"] is None
+    assert body["last_contact_at"] is None
+    assert body["trajectory"] is None
 
 
 async def test_recap_refuses_a_naive_time_and_other_tenants(client, gateway, make_tenant) -> None:

@@ -36,7 +36,8 @@ SAID = datetime(2026, 11, 4, 15, 30, tzinfo=UTC)
 )
 def test_plan_dates_resolve_against_when_they_were_said(text: str, first: date, last: date) -> None:
     when = plan_date(text, SAID)
-    assert when.start is not None and when.end is not None, text
+    assert when.start is not None, text
+    assert when.end is not None
     assert when.start.date() == first
     assert (when.end.date().toordinal() - 1) == last.toordinal()
 
@@ -57,7 +58,8 @@ def test_plan_dates_resolve_against_when_they_were_said(text: str, first: date, 
 )
 def test_vague_far_and_impossible_dates_stay_text(text: str, why: str) -> None:
     when = plan_date(text, SAID)
-    assert when.start is None and when.end is None
+    assert when.start is None
+    assert when.end is None
     assert when.unresolved == why
 
 
@@ -70,11 +72,15 @@ def test_a_later_cancellation_must_share_the_plan_s_subject() -> None:
 
 
 def test_open_topics_and_feelings() -> None:
-    assert deferred("这个下次再聊吧") and deferred("Let's talk about it later")
+    assert deferred("这个下次再聊吧")
+    assert deferred("Let's talk about it later")
     assert deferred("Let's talk about my landlord later.")
     assert not deferred("我今天很开心")
-    assert is_question("你觉得我该换工作吗") and is_question("What should I do?")
-    assert valence("焦虑") == -1 and valence("不开心") == -1 and valence("happy") == 1
+    assert is_question("你觉得我该换工作吗")
+    assert is_question("What should I do?")
+    assert valence("焦虑") == -1
+    assert valence("不开心") == -1
+    assert valence("happy") == 1
     assert trajectory([-1, 0, 1]) == "improving"
     assert trajectory([1, -1]) == "worsening"
     assert trajectory([-1, -1]) == "steady"

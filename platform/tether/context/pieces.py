@@ -129,7 +129,9 @@ def last_time_pieces(recap: Recap) -> list[Piece]:
         pieces.append(Piece("last_time", kind, line, text, None, reason, ids[0] if ids else None))
 
     if recap.last_contact_at is not None and recap.seconds_since_last_contact is not None:
-        when = f"{recap.last_contact_at.date().isoformat()} ({_ago(recap.seconds_since_last_contact)})"
+        when = (
+            f"{recap.last_contact_at.date().isoformat()} ({_ago(recap.seconds_since_last_contact)})"
+        )
         add("last_contact", "Last contact", when, [], "time since the last contact")
     last = recap.last_session
     if last is not None and last.summary:

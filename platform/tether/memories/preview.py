@@ -52,7 +52,9 @@ def _check(request: p.ExtractPreviewRequest, now: datetime, skew: timedelta) -> 
         elif turn.at is not None and turn.at > now + skew:
             errors.append({"field": f"turns[{i}].at", "message": "is in the future"})
     if errors:
-        raise InvalidMemories(f"{len(errors)} problem(s); first: {errors[0]['field']}", errors=errors)
+        raise InvalidMemories(
+            f"{len(errors)} problem(s); first: {errors[0]['field']}", errors=errors
+        )
 
 
 def _candidate(index: int, c: Candidate, turn_index: dict[uuid.UUID, int]) -> p.PreviewCandidate:
@@ -148,7 +150,10 @@ class ExtractionPreview:
             if decision.outcome is not Outcome.DUPLICATE or target is None:
                 when = max((at[t] for t in candidate.source_turn_ids if t in at), default=None)
                 new = _as_existing(candidate, when or datetime.now(UTC))
-                if target is not None and decision.outcome in (Outcome.UPDATE, Outcome.CONTRADICTION):
+                if target is not None and decision.outcome in (
+                    Outcome.UPDATE,
+                    Outcome.CONTRADICTION,
+                ):
                     active.pop(target, None)
                 active[new.id] = new
                 from_candidate[new.id] = index

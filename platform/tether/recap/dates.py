@@ -28,11 +28,11 @@ _MONTH_UNITS = {"month": 1, "months": 1, "个月": 1, "月": 1, "year": 12, "yea
 _EN_MONTHS = [
     "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
 ]  # fmt: skip
-_N = r"(?P<n>\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|[一两二三四五六七八九十])"
+_N = (
+    r"(?P<n>\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|[一两二三四五六七八九十])"
+)
 _SPANS = [
-    re.compile(
-        rf"\bin\s+{_N}\s+(?P<u>days?|weeks?|months?|years?)\b(?!\s+ago)", re.IGNORECASE
-    ),
+    re.compile(rf"\bin\s+{_N}\s+(?P<u>days?|weeks?|months?|years?)\b(?!\s+ago)", re.IGNORECASE),
     re.compile(rf"\b{_N}\s+(?P<u>days?|weeks?|months?|years?)\s+from\s+now\b", re.IGNORECASE),
     re.compile(rf"{_N}(?:个)?(?P<u>天|周|星期|礼拜|个月|月|年)(?:以后|之后|后)"),
 ]
@@ -93,7 +93,11 @@ def _calendar(text: str, said: datetime) -> datetime | None:
         month, day = int(match.group("m")), int(match.group("d"))
         year = int(match.group("y")) if match.group("y") else None
     elif (en := _EN_DATE.search(text)) is not None:
-        month, day, year = _EN_MONTHS.index(en.group("mon").lower()[:3]) + 1, int(en.group("d")), None
+        month, day, year = (
+            _EN_MONTHS.index(en.group("mon").lower()[:3]) + 1,
+            int(en.group("d")),
+            None,
+        )
     else:
         return None
     try:

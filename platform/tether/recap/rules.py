@@ -21,7 +21,9 @@ _DEFERRED = re.compile(
     r"|\bremind me\b|\bget back to (?:you|it)\b|\bto be continued\b",
     re.IGNORECASE,
 )
-_QUESTION = re.compile(r"[?？]\s*$|[吗呢吧]\s*[。.!！]?\s*$|怎么办|\bwhat should i\b", re.IGNORECASE)
+_QUESTION = re.compile(
+    r"[?？]\s*$|[吗呢吧]\s*[。.!！]?\s*$|怎么办|\bwhat should i\b", re.IGNORECASE
+)
 _NEGATIVE = frozenset(
     {
         "焦虑", "难过", "伤心", "压力大", "累", "烦", "烦躁", "生气", "失落", "孤独", "害怕",

@@ -118,7 +118,9 @@ class RecapService:
         self, repo: RecapRepository, as_of: datetime, private: bool
     ) -> list[s.RecapPlan]:
         memories = await repo.commitments(as_of - PASSED_PLANS, private, MAX_PLANS)
-        sources = {t.id: t for t in await repo.turns([i for m in memories for i in m.source_turn_ids])}
+        sources = {
+            t.id: t for t in await repo.turns([i for m in memories for i in m.source_turn_ids])
+        }
         said_at = {m.id: self._said_at(m, sources) for m in memories}
         memories = [m for m in memories if said_at[m.id] <= as_of]
         if not memories:
@@ -147,7 +149,8 @@ class RecapService:
     ) -> s.RecapPlan | None:
         own = [sources[t] for t in memory.source_turn_ids if t in sources]
         if any(
-            t.at > said and t.id not in memory.source_turn_ids
+            t.at > said
+            and t.id not in memory.source_turn_ids
             and rules.cancels(t.text, memory.object, memory.content)
             for t in later
         ):
@@ -157,11 +160,12 @@ class RecapService:
         if when.start is None or when.end is None:
             if as_of - said > UNDATED_PLANS:
                 return None
-            status: s.PlanStatus | None = "undated"
+            status: s.PlanStatus = "undated"
         else:
-            status = _status(when.start, when.end, as_of)
-            if status is None:
+            dated = _status(when.start, when.end, as_of)
+            if dated is None:
                 return None
+            status = dated
         return s.RecapPlan(
             content=memory.content,
             status=status,
