@@ -27,6 +27,7 @@ from tether.profiles.services import ConsentedProfile
 from tether.recall.services import Recall
 from tether.recap.schemas import Recap
 from tether.recap.services import RecapService
+from tether.turns.flags import FlagRepository, Layers
 from tether.turns.working_memory import WorkingMemory
 
 
@@ -59,6 +60,9 @@ def provide_context_service(
     async def recap(scope: RelationshipScope, session_id: str | None) -> Recap:
         return await recaps.for_scope(scope, datetime.now(UTC), session_id)
 
+    async def flags(scope: RelationshipScope, session_id: str | None) -> Layers:
+        return await FlagRepository(db_session, scope).layers(session_id)
+
     resolver = ResolveService(
         db_session,
         ResolveCache(resources.redis, settings.identity.cache_ttl_seconds),
@@ -77,4 +81,5 @@ def provide_context_service(
         ConsentedProfile(db_session, principal, enforcer, consent_cache(resources)),
         knowledge,
         recap,
+        flags,
     )

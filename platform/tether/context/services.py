@@ -37,6 +37,7 @@ from tether.profiles.services import ConsentedProfile
 from tether.recall.services import Recall, Recalled, may_see_private
 from tether.recap.schemas import Recap
 from tether.turns.claims import WorkingMemoryEntry
+from tether.turns.flags import Flags, Layers, decide
 from tether.turns.working_memory import WorkingMemory
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ def _ms(start: float) -> float:
 
 KnowledgeLookup = Callable[[RelationshipCard, ContextRequest], Awaitable[KnowledgeResult]]
 RecapLookup = Callable[[RelationshipScope, str | None], Awaitable[Recap]]
+FlagLookup = Callable[[RelationshipScope, str | None], Awaitable[Layers]]
 
 
 def with_context(messages: list[ChatMessage] | None, context: str, query: str) -> list[ChatMessage]:
@@ -75,7 +77,9 @@ class ContextService:
         global_profile: ConsentedProfile,
         knowledge: KnowledgeLookup,
         recap: RecapLookup | None = None,
+        flags: FlagLookup | None = None,
     ) -> None:
+        self._flags = flags
         self._recap = recap
         self._knowledge = knowledge
         self._global_profile = global_profile
@@ -120,6 +124,14 @@ class ContextService:
                 degraded.append("redis")
             return []
 
+    async def _decide_flags(self, card: RelationshipCard, request: ContextRequest) -> Flags:
+        """The request's flags; only what it leaves out is looked up (one statement)."""
+        memory, knowledge = request.memory_enabled, request.knowledge_enabled
+        if (memory is None or knowledge is None) and self._flags is not None:
+            return decide(await self._flags(card.scope, request.session_id), memory, knowledge)
+        layers = Layers(None, None, None, None, True, False, True)
+        return decide(layers, memory, knowledge)
+
     async def build(self, request: ContextRequest) -> ContextResponse:
         return (await self.assemble(request)).response
 
@@ -133,13 +145,14 @@ class ContextService:
         timings["resolve"] = _ms(started)
         degraded: list[str] = ["redis"] if self._directory.redis_degraded else []
         budgets = self._settings.context
+        flags = await self._decide_flags(card, request)
         profile = await self._profiles.current(card.creator_persona_id)
         shared = await self._global_profile.for_context(card.global_user_id, card.id)
         if self._global_profile.redis_degraded and "redis" not in degraded:
             degraded.append("redis")
         timings["profile"] = _ms(started)
         recall_task = None
-        if request.memory_enabled:
+        if flags.memory_enabled:
             recall_task = self._recall.recall(
                 card.scope,
                 request.query,
@@ -158,7 +171,7 @@ class ContextService:
             recalled, recent = Recalled([]), await recent_task
         timings["gather"] = _ms(started)
         knowledge: list[Piece] = []
-        if request.knowledge_enabled:
+        if flags.knowledge_enabled:
             found = await self._knowledge(card, request)
             knowledge = pieces.knowledge_pieces(found)
             degraded.extend(d for d in found.degraded if d not in degraded)
@@ -173,7 +186,7 @@ class ContextService:
             "recent": pieces.recent_pieces(recent),
             "knowledge": knowledge,
         }
-        if request.last_time and request.memory_enabled and self._recap is not None:
+        if request.last_time and flags.memory_enabled and self._recap is not None:
             recap = await self._recap(card.scope, request.session_id)
             candidates["last_time"] = pieces.last_time_pieces(recap)
             timings["last_time"] = _ms(started)
