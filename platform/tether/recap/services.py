@@ -15,11 +15,13 @@ from tenancy.access.principal import Principal
 from tenancy.ids import RelationshipScope
 from tenancy.relationships.directory import RelationshipDirectory
 from tether.memories.extraction import TurnText, summarize_session
+from tether.providers.base import ChatProvider
 from tether.recall.models import Memory
 from tether.recall.services import may_see_private
 from tether.recap import rules
 from tether.recap import schemas as s
 from tether.recap.dates import plan_date
+from tether.recap.llm import llm_summary
 from tether.recap.repositories import RecapRepository
 from tether.turns.models import ChatSession, Turn
 
@@ -48,7 +50,9 @@ class RecapService:
         directory: RelationshipDirectory,
         principal: Principal,
         enforcer: PolicyEnforcer,
+        chat: ChatProvider | None = None,
     ) -> None:
+        self._chat = chat  # only GET /recap passes one: never on the context's path
         self._session = session
         self._directory = directory
         self._principal = principal
@@ -98,6 +102,10 @@ class RecapService:
         turns = await repo.session_turns(last.session_id, MAX_TURNS)
         stored = [m for m in memories if m.memory_type == "summary"]
         summary, source = (stored[0].content, "memory") if stored else (None, None)
+        if self._chat is not None and turns:
+            by_llm = await llm_summary(self._chat, turns)
+            if by_llm is not None:
+                summary, source = by_llm, "llm"
         if summary is None and turns:
             texts = [TurnText(t.id, t.role, t.text, t.at) for t in turns]
             summary = summarize_session(texts, SUMMARY_CHARS)
