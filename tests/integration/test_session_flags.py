@@ -160,7 +160,7 @@ async def test_a_tenant_that_keeps_no_turns_without_memory(
 async def test_forgetting_a_session_removes_what_it_produced(
     client, gateway, celery_worker, superuser
 ) -> None:
-    _, headers = gateway
+    tenant, headers = gateway
     rid = await relationship(client, headers, "flags-forget")
     await say(client, headers, rid, "s1", [("user", "我特别喜欢吃辣")], AT)
     await wait_extracted(superuser, rid, "s1")
@@ -182,6 +182,9 @@ async def test_forgetting_a_session_removes_what_it_produced(
         f"/v1/relationships/{rid}/consolidations", params={"session_id": "s2"}, headers=headers
     )
     assert log.json()["items"] == []
+    audit = await client.get("/v1/audit", params={"action": "forget_session"}, headers=tenant.admin)
+    assert audit.status_code == 200, audit.text
+    assert any(e["action"] == "forget_session" for e in audit.json()["items"])
     # Forgetting again, or an unknown session, removes nothing and is not an error.
     again = await client.delete(f"/v1/relationships/{rid}/sessions/s2", headers=headers)
     assert again.json() == {"session_id": "s2", "turns": 0, "memories": 0}

@@ -25,9 +25,14 @@ def provide_session_flags(
     db_session: NamedDependency[AsyncSession],
     resources: NamedDependency[Resources],
     relationship_directory: NamedDependency[RelationshipDirectory],
+    principal: NamedDependency[Principal],
 ) -> SessionFlagService:
     return SessionFlagService(
-        db_session, relationship_directory, resources.redis, state.partitions.invalidate
+        db_session,
+        relationship_directory,
+        resources.redis,
+        state.partitions.invalidate,
+        principal,
     )
 
 

@@ -11,6 +11,8 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenancy.access.principal import Principal
+from tenancy.audit.log import Actor, AuditLog
 from tenancy.relationships.directory import RelationshipDirectory
 from tether.core.ids import TenantId
 from tether.core.unit_of_work import on_commit
@@ -28,7 +30,9 @@ class SessionFlagService:
         directory: RelationshipDirectory,
         redis: Redis,
         invalidate: Invalidate,
+        principal: Principal,
     ) -> None:
+        self._principal = principal
         self._session = session
         self._directory = directory
         self._redis = redis
@@ -64,6 +68,15 @@ class SessionFlagService:
         card = await self._directory.open(relationship_id)
         turns, memories = await forget_session(
             self._session, card.scope, session_id, datetime.now(UTC)
+        )
+        await AuditLog(self._session).record(
+            card.tenant_id,
+            Actor.of(self._principal),
+            "forget_session",
+            "relationship_memory",
+            relationship_id=card.id,
+            global_user_id=card.global_user_id,
+            detail={"session_id": session_id, "turns": turns, "memories": memories},
         )
         scope = card.scope
 

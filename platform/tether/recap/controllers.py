@@ -21,7 +21,7 @@ class RecapController(Controller):
     path = "/v1/relationships/{relationship_id:uuid}"
     tags = ["recap"]  # noqa: RUF012
     dependencies = {  # noqa: RUF012
-        "recap_service": Provide(provide_recap_service, sync_to_thread=False)
+        "recap_service": Provide(provide_recap_service)
     }
 
     @get("/recap", operation_id="GetRecap", opt=policy("relationship_memory", "read"))
