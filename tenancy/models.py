@@ -20,6 +20,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
     func,
+    true,
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
@@ -58,6 +59,11 @@ class Tenant(Base):
     privacy_patterns: Mapped[list[list[str]]] = mapped_column(JSONB, server_default="[]")
     # Whether knowledge-base documents pass the privacy filter when they are indexed.
     privacy_filter_documents: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    # Session agent flags' defaults (decision 0051), and whether turns captured with
+    # memory off are stored at all.
+    session_memory_enabled: Mapped[bool] = mapped_column(Boolean, server_default=true())
+    session_knowledge_enabled: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    keep_turns_without_memory: Mapped[bool] = mapped_column(Boolean, server_default=true())
     created_at: Mapped[datetime] = _created()
 
 
@@ -145,6 +151,9 @@ class CreatorPersona(TenantOwned, Base):
     )
     external_id: Mapped[str] = mapped_column(String(512))
     display_name: Mapped[str] = mapped_column(String(256), default="")
+    # The persona's session flags; None inherits the tenant's (decision 0051).
+    memory_enabled: Mapped[bool | None] = mapped_column(Boolean)
+    knowledge_enabled: Mapped[bool | None] = mapped_column(Boolean)
 
     __table_args__ = (UniqueConstraint("tenant_id", "creator_id", "external_id"),)
 

@@ -16,10 +16,13 @@ from tether.context.controllers import ContextController
 from tether.health.controllers import HealthController
 from tether.knowledge.controllers import KnowledgeBaseController, KnowledgeDocumentController
 from tether.memories.controllers import ConflictController, MemoryController
+from tether.memories.preview_controllers import ExtractionPreviewController
+from tether.memories.session_controllers import SessionDefaultsController, SessionFlagController
 from tether.personas.controllers import PersonaProfileController
 from tether.privacy.controllers import PrivacyPatternController
 from tether.profiles.controllers import GlobalProfileController
 from tether.recall.controllers import SearchController
+from tether.recap.controllers import RecapController
 from tether.rights.controllers import (
     ForgetController,
     RelationshipExportController,
@@ -41,8 +44,12 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     TurnController,
     MemoryController,
     ConflictController,
+    ExtractionPreviewController,
+    SessionFlagController,
+    SessionDefaultsController,
     SearchController,
     ContextController,
+    RecapController,
     PrivacyPatternController,
     TenantLimitsController,
     PolicyController,

@@ -69,7 +69,10 @@ class PersonaCreate(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class PersonaUpdate(msgspec.Struct, forbid_unknown_fields=True):
-    display_name: DisplayName
+    display_name: DisplayName | msgspec.UnsetType = msgspec.UNSET
+    # The persona's session flags (decision 0051); null: the tenant's default.
+    memory_enabled: bool | msgspec.UnsetType | None = msgspec.UNSET
+    knowledge_enabled: bool | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class PersonaRead(msgspec.Struct):
@@ -78,6 +81,8 @@ class PersonaRead(msgspec.Struct):
     external_id: str
     display_name: str
     created_at: datetime
+    memory_enabled: bool | None = None
+    knowledge_enabled: bool | None = None
 
 
 class PersonaPage(msgspec.Struct):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, TypeVar
 
+import msgspec
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -46,7 +47,15 @@ def _creator(row: Creator) -> s.CreatorRead:
 
 
 def _persona(row: CreatorPersona) -> s.PersonaRead:
-    return s.PersonaRead(row.id, row.creator_id, row.external_id, row.display_name, row.created_at)
+    return s.PersonaRead(
+        row.id,
+        row.creator_id,
+        row.external_id,
+        row.display_name,
+        row.created_at,
+        row.memory_enabled,
+        row.knowledge_enabled,
+    )
 
 
 class GraphService:
@@ -174,7 +183,12 @@ class GraphService:
 
     async def update_persona(self, persona_id: uuid.UUID, data: s.PersonaUpdate) -> s.PersonaRead:
         persona = await self.require_own_persona(persona_id)
-        persona.display_name = data.display_name
+        if data.display_name is not msgspec.UNSET:
+            persona.display_name = data.display_name
+        if data.memory_enabled is not msgspec.UNSET:
+            persona.memory_enabled = data.memory_enabled
+        if data.knowledge_enabled is not msgspec.UNSET:
+            persona.knowledge_enabled = data.knowledge_enabled
         await self._session.flush()
         return _persona(persona)
 

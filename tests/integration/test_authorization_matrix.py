@@ -94,6 +94,10 @@ TABLE: dict[tuple[str, str], Route] = {
     ("POST", "/v1/api-keys/{key_id:uuid}/rotate"): Route("ADDDD", fresh="key"),
     ("GET", "/v1/tenant/limits"): Route("ADDDD"),
     ("PUT", "/v1/tenant/limits"): Route("ADDDD", body(lambda s: {"turns_per_day": 1000})),
+    ("GET", "/v1/tenant/session-defaults"): Route("ADDDD"),
+    ("PUT", "/v1/tenant/session-defaults"): Route(
+        "ADDDD", body(lambda s: {"memory_enabled": True})
+    ),
     ("POST", "/v1/resolve"): Route(
         "AADDD",
         body(
@@ -134,6 +138,11 @@ TABLE: dict[tuple[str, str], Route] = {
     ("GET", R + "/turns"): Route("DAOOD"),
     ("POST", R + "/turns"): Route("DAODD", body(lambda s: TURNS)),
     ("POST", R + "/sessions/{session_id:str}/end"): Route("DAODD"),
+    ("GET", R + "/sessions/{session_id:str}"): Route("DAOOD"),
+    ("PUT", R + "/sessions/{session_id:str}"): Route(
+        "DAODD", body(lambda s: {"memory_enabled": False, "knowledge_enabled": None})
+    ),
+    ("DELETE", R + "/sessions/{session_id:str}"): Route("DAODD"),
     ("GET", R + "/consolidations"): Route("DAOOD"),
     ("GET", R + "/memories"): Route("DAOOD"),
     ("POST", R + "/memories"): Route("DAODD", body(lambda s: {"content": unique("用户喜欢茶")})),
@@ -151,6 +160,17 @@ TABLE: dict[tuple[str, str], Route] = {
     ("GET", R + "/conflicts"): Route("DAOOD"),
     ("POST", R + M + "/resolve"): Route("DAODD", body(lambda s: {"reason": "checked"})),
     ("POST", R + "/search"): Route("DAOOD", body(lambda s: {"query": "bees 蜜蜂"})),
+    ("GET", R + "/recap"): Route("DAOOD"),
+    ("POST", "/v1/memories/extract"): Route(
+        "DAOOD",
+        body(
+            lambda s: {
+                "relationship_id": s.relationship_id,
+                "turns": [{"role": "user", "text": "我喜欢喝绿茶 I like green tea"}],
+            }
+        ),
+        objects=True,
+    ),
     ("POST", "/v1/context"): Route(
         "DAOOD",
         body(lambda s: {"relationship_id": s.relationship_id, "query": "bees"}),

@@ -1,6 +1,7 @@
 """Fitting pieces into per-section token budgets under one overall limit.
 
-Sections are filled in priority order (rules, profile, memory, knowledge, recent turns);
+Sections are filled in priority order (rules, profile, last time when asked for, memory,
+knowledge, recent turns);
 each takes at most its own cap and what the overall limit leaves. Within a section
 pieces come best first and the first one that does not fit ends the section, so the
 lowest-scored are the ones dropped.
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 from tether.context.tokens import estimate_tokens
 
-PRIORITY = ("rules", "profile", "memory", "knowledge", "recent")
+PRIORITY = ("rules", "profile", "last_time", "memory", "knowledge", "recent")
 # A heading and the blank line before it.
 SECTION_OVERHEAD = 12
 
@@ -45,7 +46,7 @@ def fit(pieces: dict[str, list[Piece]], caps: dict[str, int], max_tokens: int) -
     used: dict[str, int] = {}
     dropped: dict[str, int] = {}
     limits: dict[str, int] = {}
-    for section in PRIORITY:
+    for section in (name for name in PRIORITY if name in pieces):
         candidates = pieces.get(section, [])
         limit = max(0, min(caps.get(section, 0), remaining))
         limits[section] = limit

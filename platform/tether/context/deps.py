@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from litestar.datastructures import State
 from litestar.di import NamedDependency
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.principal import Principal
+from tenancy.ids import RelationshipScope
 from tenancy.relationships.directory import RelationshipCard, RelationshipDirectory
 from tenancy.resolve.cache import ResolveCache
 from tenancy.resolve.services import ResolveService
@@ -22,6 +25,9 @@ from tether.personas.services import PersonaProfileReader
 from tether.profiles.consent_cache import consent_cache
 from tether.profiles.services import ConsentedProfile
 from tether.recall.services import Recall
+from tether.recap.schemas import Recap
+from tether.recap.services import RecapService
+from tether.turns.flags import FlagRepository, Layers
 from tether.turns.working_memory import WorkingMemory
 
 
@@ -49,6 +55,14 @@ def provide_context_service(
             engine,
         )
 
+    recaps = RecapService(db_session, relationship_directory, principal, enforcer)
+
+    async def recap(scope: RelationshipScope, session_id: str | None) -> Recap:
+        return await recaps.for_scope(scope, datetime.now(UTC), session_id)
+
+    async def flags(scope: RelationshipScope, session_id: str | None) -> Layers:
+        return await FlagRepository(db_session, scope).layers(session_id)
+
     resolver = ResolveService(
         db_session,
         ResolveCache(resources.redis, settings.identity.cache_ttl_seconds),
@@ -66,4 +80,6 @@ def provide_context_service(
         settings,
         ConsentedProfile(db_session, principal, enforcer, consent_cache(resources)),
         knowledge,
+        recap,
+        flags,
     )

@@ -55,7 +55,7 @@ def explain(assembled: Assembled) -> ExplainedContext:
         # The overall limit cut this section's own budget: that is why it ran out.
         why = (
             "overall_limit"
-            if fitted.limits[section] < assembled.caps.get(section, 0)
+            if fitted.limits.get(section, 0) < assembled.caps.get(section, 0)
             else "section_budget"
         )
         for piece in assembled.candidates.get(section, []):

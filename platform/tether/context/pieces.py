@@ -13,6 +13,7 @@ from tether.knowledge.engine import KnowledgeResult
 from tether.personas.schemas import PersonaProfileRead
 from tether.profiles.models import GlobalProfileField
 from tether.recall.services import Recalled
+from tether.recap.schemas import Recap
 from tether.turns.claims import WorkingMemoryEntry
 
 
@@ -110,3 +111,37 @@ def recent_pieces(entries: list[WorkingMemoryEntry]) -> list[Piece]:
         )
         for e in reversed(entries)
     ]
+
+
+def _ago(seconds: int) -> str:
+    days, hours = seconds // 86_400, seconds // 3_600
+    if days >= 1:
+        return f"{days} day{'s' if days > 1 else ''} ago"
+    return f"{hours} hour{'s' if hours != 1 else ''} ago" if hours else "less than an hour ago"
+
+
+def last_time_pieces(recap: Recap) -> list[Piece]:
+    """The recap as lines: last contact, the last session, plans, feelings, open topics."""
+    pieces: list[Piece] = []
+
+    def add(kind: str, label: str, text: str, ids: list[uuid.UUID], reason: str) -> None:
+        line = template.note_line(label, text)
+        pieces.append(Piece("last_time", kind, line, text, None, reason, ids[0] if ids else None))
+
+    if recap.last_contact_at is not None and recap.seconds_since_last_contact is not None:
+        when = (
+            f"{recap.last_contact_at.date().isoformat()} ({_ago(recap.seconds_since_last_contact)})"
+        )
+        add("last_contact", "Last contact", when, [], "time since the last contact")
+    last = recap.last_session
+    if last is not None and last.summary:
+        add("last_session", "Last session", last.summary, last.memory_ids, "last session")
+    for plan in recap.plans:
+        due = plan.due_from.isoformat() if plan.due_from else "no date"
+        add("plan", f"Plan ({plan.status}, {due})", plan.content, plan.memory_ids, "open plan")
+    for feeling in recap.feelings[-3:]:
+        label = f"Felt ({feeling.at.date().isoformat()})"
+        add("feeling", label, feeling.content, feeling.memory_ids, "recent feeling")
+    for topic in recap.unresolved_topics:
+        add("topic", "Left open", topic.text, topic.memory_ids, f"unresolved ({topic.reason})")
+    return pieces

@@ -35,7 +35,9 @@ from tether.knowledge.engine import KnowledgeResult
 from tether.personas.services import PersonaProfileReader
 from tether.profiles.services import ConsentedProfile
 from tether.recall.services import Recall, Recalled, may_see_private
+from tether.recap.schemas import Recap
 from tether.turns.claims import WorkingMemoryEntry
+from tether.turns.flags import Flags, Layers, decide
 from tether.turns.working_memory import WorkingMemory
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,8 @@ def _ms(start: float) -> float:
 
 
 KnowledgeLookup = Callable[[RelationshipCard, ContextRequest], Awaitable[KnowledgeResult]]
+RecapLookup = Callable[[RelationshipScope, str | None], Awaitable[Recap]]
+FlagLookup = Callable[[RelationshipScope, str | None], Awaitable[Layers]]
 
 
 def with_context(messages: list[ChatMessage] | None, context: str, query: str) -> list[ChatMessage]:
@@ -72,7 +76,11 @@ class ContextService:
         settings: Settings,
         global_profile: ConsentedProfile,
         knowledge: KnowledgeLookup,
+        recap: RecapLookup | None = None,
+        flags: FlagLookup | None = None,
     ) -> None:
+        self._flags = flags
+        self._recap = recap
         self._knowledge = knowledge
         self._global_profile = global_profile
         self._directory = directory
@@ -116,6 +124,14 @@ class ContextService:
                 degraded.append("redis")
             return []
 
+    async def _decide_flags(self, card: RelationshipCard, request: ContextRequest) -> Flags:
+        """The request's flags; only what it leaves out is looked up (one statement)."""
+        memory, knowledge = request.memory_enabled, request.knowledge_enabled
+        if (memory is None or knowledge is None) and self._flags is not None:
+            return decide(await self._flags(card.scope, request.session_id), memory, knowledge)
+        layers = Layers(None, None, None, None, True, False, True)
+        return decide(layers, memory, knowledge)
+
     async def build(self, request: ContextRequest) -> ContextResponse:
         return (await self.assemble(request)).response
 
@@ -129,13 +145,14 @@ class ContextService:
         timings["resolve"] = _ms(started)
         degraded: list[str] = ["redis"] if self._directory.redis_degraded else []
         budgets = self._settings.context
+        flags = await self._decide_flags(card, request)
         profile = await self._profiles.current(card.creator_persona_id)
         shared = await self._global_profile.for_context(card.global_user_id, card.id)
         if self._global_profile.redis_degraded and "redis" not in degraded:
             degraded.append("redis")
         timings["profile"] = _ms(started)
         recall_task = None
-        if request.memory_enabled:
+        if flags.memory_enabled:
             recall_task = self._recall.recall(
                 card.scope,
                 request.query,
@@ -154,12 +171,12 @@ class ContextService:
             recalled, recent = Recalled([]), await recent_task
         timings["gather"] = _ms(started)
         knowledge: list[Piece] = []
-        if request.knowledge_enabled:
+        if flags.knowledge_enabled:
             found = await self._knowledge(card, request)
             knowledge = pieces.knowledge_pieces(found)
             degraded.extend(d for d in found.degraded if d not in degraded)
             timings["knowledge"] = _ms(started)
-        candidates = {
+        candidates: dict[str, list[Piece]] = {
             "rules": [
                 Piece("rules", "rules", template.RULES, template.RULES, None, "always included")
             ],
@@ -169,7 +186,12 @@ class ContextService:
             "recent": pieces.recent_pieces(recent),
             "knowledge": knowledge,
         }
+        if request.last_time and flags.memory_enabled and self._recap is not None:
+            recap = await self._recap(card.scope, request.session_id)
+            candidates["last_time"] = pieces.last_time_pieces(recap)
+            timings["last_time"] = _ms(started)
         caps = {
+            "last_time": budgets.last_time_tokens,
             "rules": budgets.rules_tokens,
             "profile": budgets.profile_tokens,
             "memory": budgets.memory_tokens,
@@ -182,8 +204,8 @@ class ContextService:
         context = template.render({name: [p.line for p in items] for name, items in chosen.items()})
         items = [
             ContextItem(p.section, p.kind, p.id, p.text, fitted.costs[id(p)], p.score, p.reason)
-            for name in ("rules", "profile", "memory", "recent", "knowledge")
-            for p in chosen[name]
+            for name in ("rules", "profile", "last_time", "memory", "recent", "knowledge")
+            for p in chosen.get(name, [])
         ]
         budget = {
             name: SectionBudget(fitted.limits[name], fitted.used[name], fitted.dropped[name])

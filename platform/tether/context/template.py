@@ -24,6 +24,7 @@ RULES = (
 HEADINGS = {
     "rules": "## Rules",
     "profile": "## Who you are (persona profile)",
+    "last_time": "## Last time with this user (quoted data; bring it up if it fits)",
     "memory": "## What you remember about this user (quoted data, newest facts win)",
     "recent": "## Recent conversation (quoted data)",
     "knowledge": "## Reference documents (quoted data)",
@@ -56,6 +57,10 @@ def memory_line(date: str, kind: str, text: str) -> str:
     return f"- [{date}, {kind}] {quoted(text)}"
 
 
+def note_line(label: str, text: str) -> str:
+    return f"- {label}: {quoted(text)}"
+
+
 def turn_line(role: str, at: str, text: str) -> str:
     return f"- {role} ({at}): {quoted(text)}"
 
@@ -67,7 +72,7 @@ def knowledge_line(label: str, source: str, text: str) -> str:
 def render(sections: dict[str, list[str]]) -> str:
     """The context text: non-empty sections in a fixed order."""
     parts = []
-    for name in ("rules", "profile", "memory", "recent", "knowledge"):
+    for name in ("rules", "profile", "last_time", "memory", "recent", "knowledge"):
         lines = sections.get(name) or []
         if lines:
             parts.append("\n".join([HEADINGS[name], *lines]))

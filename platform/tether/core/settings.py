@@ -255,6 +255,8 @@ class ContextSettings(BaseModel):
     memory_tokens: int = Field(default=800, ge=0)
     knowledge_tokens: int = Field(default=1600, ge=0)
     recent_turns_tokens: int = Field(default=600, ge=0)
+    # The "last time" recap section, only when a request asks for it (last_time: true).
+    last_time_tokens: int = Field(default=300, ge=0)
     memory_candidates: int = Field(default=20, ge=1, le=50)
 
 

@@ -29,6 +29,7 @@ from tether.memories.repositories import ConsolidationLogRepository, MemoryRepos
 from tether.memories.writer import Invalidate, MemoryWriter, NewMemory, layer_for
 from tether.providers.base import ChatProvider, EmbeddingProvider
 from tether.recall.models import Memory
+from tether.turns.flags import FlagRepository, decide
 from tether.turns.repositories import ChatSessionRepository, TurnRepository
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ ACTOR = "system:extraction"
 
 @dataclass(slots=True)
 class ExtractionReport:
-    status: str  # "extracted" | "skipped" | "not_ready" | "raw_only"
+    status: str  # "extracted" | "skipped" | "not_ready" | "raw_only" | "memory_off"
     outcomes: dict[str, int] = field(default_factory=dict)
     forgotten: int = 0
     summary: bool = False
@@ -60,6 +61,10 @@ def _existing(memory: Memory) -> ExistingMemory:
         source_turn_ids=tuple(memory.source_turn_ids),
         provenance=Provenance(memory.provenance),
     )
+
+
+# The extraction preview compares candidates with the same view of stored memories.
+existing_memory = _existing
 
 
 def _candidate_json(candidate: Candidate) -> dict[str, Any]:
@@ -105,8 +110,16 @@ class SessionExtraction:
         if await self._privacy_mode() != PrivacyMode.NORMAL:
             await sessions.mark_extracted(session_id, now)
             return ExtractionReport("raw_only")
+        if not decide(
+            await FlagRepository(self._session, self._scope).layers(session_id)
+        ).memory_enabled:
+            await sessions.mark_extracted(session_id, now)
+            return ExtractionReport("memory_off")  # decision 0051
         rows = await TurnRepository(self._session, self._scope).of_session(session_id)
-        turns = [TurnText(t.id, t.role, t.text, t.at) for t in rows]
+        # Turns captured with memory off are the user's to say, not ours to remember.
+        turns = [
+            TurnText(t.id, t.role, t.text, t.at) for t in rows if t.memory_enabled is not False
+        ]
         self._turn_at = {t.id: t.at for t in turns}
         extraction = extract(turns)
         if self._chat is not None and turns:

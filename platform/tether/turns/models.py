@@ -6,6 +6,7 @@ import uuid
 from datetime import datetime
 
 from sqlalchemy import (
+    Boolean,
     DateTime,
     ForeignKey,
     Index,
@@ -55,6 +56,8 @@ class Turn(Base):
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     masked: Mapped[list[str]] = mapped_column(ARRAY(String(32)), server_default="{}")
     idempotency_key: Mapped[str | None] = mapped_column(String(128))
+    # False: captured with memory off (never extracted). None: before flags existed.
+    memory_enabled: Mapped[bool | None] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
@@ -86,3 +89,6 @@ class ChatSession(Base):
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     end_reason: Mapped[str | None] = mapped_column(String(16))
     extracted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # The session's agent flags; None inherits the persona's, then the tenant's.
+    memory_enabled: Mapped[bool | None] = mapped_column(Boolean)
+    knowledge_enabled: Mapped[bool | None] = mapped_column(Boolean)

@@ -31,6 +31,8 @@ class PendingTurn:
     at: datetime
     masked: tuple[str, ...]
     idempotency_key: str | None
+    # The capture's memory flag (None: not given, the session's flags decide).
+    memory_enabled: bool | None = None
 
     def to_wire(self) -> list[Any]:
         return [
@@ -41,11 +43,12 @@ class PendingTurn:
             self.at.isoformat(),
             list(self.masked),
             self.idempotency_key,
+            self.memory_enabled,
         ]
 
     @classmethod
     def from_wire(cls, item: list[Any]) -> PendingTurn:
-        turn_id, session_id, role, text, at, masked, idempotency_key = item
+        turn_id, session_id, role, text, at, masked, idempotency_key, *flags = item
         return cls(
             id=uuid.UUID(turn_id),
             session_id=str(session_id),
@@ -54,4 +57,5 @@ class PendingTurn:
             at=datetime.fromisoformat(at),
             masked=tuple(masked),
             idempotency_key=idempotency_key,
+            memory_enabled=flags[0] if flags else None,  # tasks queued before flags: 7 items
         )

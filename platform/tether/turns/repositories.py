@@ -55,6 +55,7 @@ class TurnRepository:
                 "at": t.at,
                 "masked": list(t.masked),
                 "idempotency_key": t.idempotency_key,
+                "memory_enabled": t.memory_enabled,
             }
             for t in turns
         ]

@@ -24,6 +24,9 @@ class TurnIn(msgspec.Struct, forbid_unknown_fields=True):
     text: Content
     at: datetime | None = None
     idempotency_key: ClientId | None = None
+    # Memory for this turn: false keeps it out of extraction (and, where the tenant
+    # says so, out of storage). Omitted: the session's, persona's, tenant's flag.
+    memory_enabled: bool | None = None
 
 
 class TurnBatch(msgspec.Struct, forbid_unknown_fields=True):

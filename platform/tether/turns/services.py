@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from redis.exceptions import RedisError
@@ -27,6 +28,7 @@ from tether.privacy.filter import PrivacyFilter, mask_texts
 from tether.privacy.tenant_filters import TenantFilters
 from tether.turns.claims import TurnClaims
 from tether.turns.errors import IngestUnavailable
+from tether.turns.flags import FlagRepository, decide
 from tether.turns.pending import PendingTurn
 from tether.turns.repositories import ChatSessionRepository, TurnRepository, activity_of
 from tether.turns.schemas import (
@@ -52,10 +54,33 @@ async def store_turns(
     session: AsyncSession, scope: RelationshipScope, turns: Sequence[PendingTurn]
 ) -> list[PendingTurn]:
     """Make turns durable (the worker's job, and the API's when the queue is away):
-    insert what is new, count it into its sessions. Returns the turns inserted."""
+    insert what is new, count it into its sessions. Returns the turns inserted.
+
+    Each turn is stored with its memory flag decided (its capture's, else its
+    session's, persona's or tenant's); where the tenant keeps no turns captured with
+    memory off, those are not stored at all."""
+    turns = await _with_memory_flags(session, scope, turns)
     inserted = await TurnRepository(session, scope).insert(turns)
     await ChatSessionRepository(session, scope).record(activity_of(inserted))
     return inserted
+
+
+async def _with_memory_flags(
+    session: AsyncSession, scope: RelationshipScope, turns: Sequence[PendingTurn]
+) -> list[PendingTurn]:
+    flags = FlagRepository(session, scope)
+    decided = {
+        sid: decide(await flags.layers(sid)) for sid in sorted({t.session_id for t in turns})
+    }
+    kept = []
+    for turn in turns:
+        session_flags = decided[turn.session_id]
+        memory = (
+            session_flags.memory_enabled if turn.memory_enabled is None else turn.memory_enabled
+        )
+        if memory or session_flags.keep_turns_without_memory:
+            kept.append(replace(turn, memory_enabled=memory))
+    return kept
 
 
 class IngestService:
@@ -126,6 +151,7 @@ class IngestService:
                     at=(turn.at or now).astimezone(UTC),
                     masked=masked.found,
                     idempotency_key=turn.idempotency_key,
+                    memory_enabled=turn.memory_enabled,
                 )
             )
         return pending

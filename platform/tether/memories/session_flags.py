@@ -1,0 +1,104 @@
+"""Session flags through the API, the tenant's defaults, and forgetting a session:
+its turns and the memories derived only from them."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from datetime import UTC, datetime
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenancy.access.principal import Principal
+from tenancy.audit.log import Actor, AuditLog
+from tenancy.relationships.directory import RelationshipDirectory
+from tether.core.ids import TenantId
+from tether.core.unit_of_work import on_commit
+from tether.memories import session_schemas as s
+from tether.memories.forget_session import forget_session
+from tether.memories.writer import Invalidate
+from tether.turns.flags import FlagRepository, TenantDefaultsRepository, decide
+from tether.turns.working_memory import WorkingMemory
+
+
+class SessionFlagService:
+    def __init__(
+        self,
+        session: AsyncSession,
+        directory: RelationshipDirectory,
+        redis: Redis,
+        invalidate: Invalidate,
+        principal: Principal,
+    ) -> None:
+        self._principal = principal
+        self._session = session
+        self._directory = directory
+        self._redis = redis
+        self._invalidate = invalidate
+
+    async def read(self, relationship_id: uuid.UUID, session_id: str) -> s.SessionFlagsRead:
+        """The flags in force for a session (an unknown session: the defaults)."""
+        card = await self._directory.open(relationship_id)
+        layers = await FlagRepository(self._session, card.scope).layers(session_id)
+        flags = decide(layers)
+        return s.SessionFlagsRead(
+            session_id,
+            flags.memory_enabled,
+            flags.knowledge_enabled,
+            flags.memory_source,
+            flags.knowledge_source,
+            layers.session_memory,
+            layers.session_knowledge,
+        )
+
+    async def put(
+        self, relationship_id: uuid.UUID, session_id: str, data: s.SessionFlagsUpdate
+    ) -> s.SessionFlagsRead:
+        card = await self._directory.open(relationship_id)
+        await FlagRepository(self._session, card.scope).set_session(
+            session_id, data.memory_enabled, data.knowledge_enabled
+        )
+        return await self.read(relationship_id, session_id)
+
+    async def forget(self, relationship_id: uuid.UUID, session_id: str) -> s.SessionForgotten:
+        """Delete the session's turns, the memories only they support, its row and its
+        working memory; memories that other sessions confirmed keep their other sources."""
+        card = await self._directory.open(relationship_id)
+        turns, memories = await forget_session(
+            self._session, card.scope, session_id, datetime.now(UTC)
+        )
+        await AuditLog(self._session).record(
+            card.tenant_id,
+            Actor.of(self._principal),
+            "forget_session",
+            "relationship_memory",
+            relationship_id=card.id,
+            global_user_id=card.global_user_id,
+            detail={"session_id": session_id, "turns": turns, "memories": memories},
+        )
+        scope = card.scope
+
+        async def after() -> None:
+            await self._invalidate(scope)
+            # Without Redis, working memory expires on its own (its TTL).
+            with contextlib.suppress(RedisError):
+                await WorkingMemory(self._redis).drop_session(scope, session_id)
+
+        on_commit(self._session, after)
+        return s.SessionForgotten(session_id, turns, memories)
+
+
+class SessionDefaultsService:
+    def __init__(self, session: AsyncSession, tenant_id: TenantId) -> None:
+        self._repository = TenantDefaultsRepository(session, tenant_id)
+
+    async def get(self) -> s.SessionDefaults:
+        return s.SessionDefaults(*await self._repository.get())
+
+    async def put(self, data: s.SessionDefaults) -> s.SessionDefaults:
+        await self._repository.put(
+            data.memory_enabled, data.knowledge_enabled, data.keep_turns_without_memory
+        )
+        return await self.get()
