@@ -66,4 +66,5 @@ def provide_context_service(
         settings,
         ConsentedProfile(db_session, principal, enforcer, consent_cache(resources)),
         knowledge,
+        state.access_log,
     )
