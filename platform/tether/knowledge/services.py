@@ -147,8 +147,9 @@ class KnowledgeBaseService:
             if data.is_default:
                 await self._bases.clear_default()
             base.is_default = data.is_default
+        saved = await self._save(base)  # first: a conflict must surface inside its savepoint
         await self.audited("knowledge_base.update", base.id, is_default=base.is_default)
-        return await self._save(base)
+        return saved
 
     async def bind(self, base_id: uuid.UUID, persona_id: uuid.UUID) -> s.KnowledgeBaseRead:
         base = await self.require(base_id, write=True)
@@ -156,8 +157,9 @@ class KnowledgeBaseService:
         if base.is_default:
             raise KnowledgeBaseConflict("the tenant default base cannot be bound to a persona")
         base.creator_persona_id = persona_id
+        saved = await self._save(base)
         await self.audited("knowledge_base.bind", base.id, persona_id=str(persona_id))
-        return await self._save(base)
+        return saved
 
     async def unbind(self, base_id: uuid.UUID) -> s.KnowledgeBaseRead:
         base = await self.require(base_id, write=True)
@@ -165,8 +167,9 @@ class KnowledgeBaseService:
             # Unbound, the base would leave the creator's hands: only admins do that.
             raise Forbidden("a creator key may not unbind a base; delete it instead")
         base.creator_persona_id = None
+        saved = await self._save(base)
         await self.audited("knowledge_base.unbind", base.id)
-        return await self._save(base)
+        return saved
 
     async def _save(self, base: KnowledgeBase) -> s.KnowledgeBaseRead:
         try:
