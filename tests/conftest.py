@@ -140,6 +140,7 @@ async def client(settings: Settings, resources: Resources) -> AsyncIterator[http
     async with httpx.AsyncClient(transport=transport, base_url="http://tether") as http:
         yield http
     app.state.partitions.close()  # as the lifespan does: no retry outlives the module
+    await app.state.access_log.flush()  # nor a pending write of access events
 
 
 def start_worker(

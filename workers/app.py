@@ -18,6 +18,7 @@ from kombu import Exchange, Queue
 from redis import Redis as SyncRedis
 from redis.exceptions import RedisError
 
+from tenancy.audit import keys as audit_keys
 from tether.core import task_queues
 from tether.core.database_errors import DatabaseUnavailable
 from tether.core.logging import configure_logging
@@ -35,15 +36,19 @@ TASK_MODULES = [
     "workers.tasks.sessions",
     "workers.tasks.memories",
     "workers.tasks.knowledge",
+    "workers.tasks.audit",
 ]
 
 SWEEP_TASK = "sessions.sweep"
 RECONCILE_TASK = "turns.reconcile"
 EXPIRY_TASK = "memories.expire"
+AUDIT_SEAL_TASK = "audit.seal"
+AUDIT_CHECKPOINT_TASK = "audit.checkpoint"
 
 
 def create_celery(settings: Settings) -> Celery:
     """A Celery app bound to ``settings`` with at-least-once delivery."""
+    audit_keys.configure(settings)
     url = broker_url(settings.require_broker_url())
     app = Celery("tether", broker=url, include=TASK_MODULES)
     # What this worker consumes (``celery worker -Q`` would override it).
@@ -77,6 +82,14 @@ def create_celery(settings: Settings) -> Celery:
             "requeue-stalled-documents": {
                 "task": STALLED_TASK,
                 "schedule": settings.knowledge.stalled_sweep_seconds,
+            },
+            "seal-access-events": {
+                "task": AUDIT_SEAL_TASK,
+                "schedule": settings.audit.seal_interval_seconds,
+            },
+            "sign-audit-checkpoints": {
+                "task": AUDIT_CHECKPOINT_TASK,
+                "schedule": settings.audit.checkpoint_interval_seconds,
             },
             "retry-invalidations": {
                 "task": RETRY_INVALIDATIONS_TASK,

@@ -22,6 +22,8 @@ from tenancy.access.key_usage import KeyUsage
 from tenancy.access.middleware import ApiKeyAuthMiddleware
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.tenant_policies import TenantPolicies
+from tenancy.audit import keys as audit_keys
+from tenancy.audit.access import AccessLog
 from tenancy.limits.cache import TenantLimitsCache
 from tenancy.limits.middleware import rate_limits
 from tenancy.limits.quotas import Quotas
@@ -76,12 +78,16 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
     recall = resources.settings.recall
     app.state.partitions = partition_store(resources, app.state.embedder.name)
     app.state.reinforcement = ReinforcementBuffer(resources.tasks, recall.reinforce_flush_seconds)
+    app.state.access_log = AccessLog(
+        resources.sessions, resources.settings.audit.access_flush_seconds
+    )
     watch(lambda: app.state.partitions.stats.hit_rate, resources.settings.require_broker_url())
 
 
 def create_app(settings: Settings) -> Litestar:
     """A Litestar app bound to ``settings`` (tests build their own)."""
     setup_telemetry("tether-api", settings, scrape=True)
+    audit_keys.configure(settings)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -95,6 +101,7 @@ def create_app(settings: Settings) -> Litestar:
             await app.state.partitions.drain()
             app.state.partitions.close()
             await app.state.reinforcement.flush()
+            await app.state.access_log.flush()
             await app.state.authenticator.usage.flush()
             await app.state.embedder.aclose()
 

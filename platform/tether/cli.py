@@ -153,6 +153,37 @@ def _cmd_doctor(settings: Settings, _: argparse.Namespace) -> int:
     return 0 if all(f.ok for f in findings) else 1
 
 
+def _cmd_audit_verify(settings: Settings, args: argparse.Namespace) -> int:
+    from tether.runtime.audit import verify_tenant
+    from tether.runtime.services import backing_services
+
+    with backing_services(settings, need_redis=False) as live:
+        report = verify_tenant(live, args.tenant, args.checkpoint, args.write_checkpoint)
+    print(json.dumps(report, indent=2))  # noqa: T201
+    return 0 if report["ok"] else 1
+
+
+def _audit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    audit = sub.add_parser("audit", help="verify a tenant's audit chain")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="ACTION")
+    verify = audit_sub.add_parser(
+        "verify",
+        help="seal pending access events, recompute the tenant's keyed chain and compare it "
+        "with its latest checkpoint (and --checkpoint); prints the first bad link, exits 1",
+    )
+    verify.add_argument("tenant", help="the tenant's name or id")
+    verify.add_argument(
+        "--checkpoint", default=None, help="a checkpoint JSON file kept from an earlier export"
+    )
+    verify.add_argument(
+        "--write-checkpoint",
+        default=None,
+        metavar="FILE",
+        help="after a good verification, sign the head and write the checkpoint to FILE",
+    )
+    verify.set_defaults(handler=_cmd_audit_verify)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tether",
@@ -205,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reindex.set_defaults(handler=_cmd_reindex)
     register_backup(sub)
+    _audit_parser(sub)
     sub.add_parser(
         "doctor", help="check every dependency and print what is wrong, with the fix"
     ).set_defaults(handler=_cmd_doctor)
@@ -226,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     args.rest = rest
     settings = Settings()
     configure_logging(settings.log_level)
+    if args.command not in ("mcp", "doctor"):
+        from tenancy.audit import keys
+
+        keys.configure(settings)  # tenant and limit changes are audited, with its keys
     if getattr(args, "region", "unset") is None:
         args.region = settings.region
     try:

@@ -1,9 +1,12 @@
-"""The hash of an audit event: SHA-256 over the previous hash and a canonical JSON of
-every field of the event, so changing, removing or reordering any row breaks the chain."""
+"""The hash of an audit event: over the previous hash and a canonical JSON of every field
+of the event, so changing, removing or reordering any row breaks the chain. From the
+tenant's keyed epoch on (``audit_chain_heads.keyed_from``) it is an HMAC-SHA256 under
+the tenant's chain key (decision 0043); rows before it keep their plain SHA-256."""
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import uuid
 from datetime import datetime
@@ -20,15 +23,21 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def event_hash(prev_hash: str, fields: dict[str, Any]) -> str:
-    canonical = json.dumps(
+def canonical(fields: dict[str, Any]) -> str:
+    return json.dumps(
         {k: _plain(v) for k, v in sorted(fields.items())},
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
         default=_plain,
     )
-    return hashlib.sha256(f"{prev_hash}\n{canonical}".encode()).hexdigest()
+
+
+def event_hash(prev_hash: str, fields: dict[str, Any], key: bytes | None = None) -> str:
+    message = f"{prev_hash}\n{canonical(fields)}".encode()
+    if key is None:
+        return hashlib.sha256(message).hexdigest()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
 HASHED_FIELDS = (

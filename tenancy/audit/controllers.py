@@ -1,20 +1,29 @@
-"""GET /v1/audit, /v1/audit/export (JSON lines, streamed), /v1/audit/verify."""
+"""GET /v1/audit, /v1/audit/export (JSON lines, streamed), /v1/audit/verify (and POST,
+against a kept checkpoint), /v1/audit/access (the access log), /v1/audit/checkpoints."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Annotated
 
-from litestar import Controller, get
+from litestar import Controller, get, post
+from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
-from litestar.params import FromQuery
+from litestar.params import FromQuery, JSONBody, QueryParameter
 from litestar.response import Stream
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenancy.audit.schemas import AuditPage, AuditVerification
+from tenancy.audit.access import AccessLog
+from tenancy.audit.access_query import AccessFilter, access_page
+from tenancy.audit.checkpoints import latest_checkpoint, write_checkpoint
+from tenancy.audit.schemas import AccessPage, AuditPage, AuditVerification, CheckpointRead
+from tenancy.audit.sealing import seal_all
 from tenancy.audit.services import AuditFilter, AuditService, export_lines
 from tenancy.principal import Principal
 from tenancy.route_policy import policy
+from tether.core.errors import NotFound
 from tether.core.pagination import DEFAULT_LIMIT, Cursor, Limit
 from tether.core.resources import Resources
 from tether.core.text import IdentifierInQuery
@@ -26,13 +35,29 @@ def provide_audit_service(
     return AuditService(db_session, principal.tenant_id)
 
 
+def provide_access_log(state: State) -> AccessLog:
+    access_log: AccessLog = state.access_log
+    return access_log
+
+
 Audit = NamedDependency[AuditService]
+Access = NamedDependency[AccessLog]
+
+
+async def seal_now(access_log: AccessLog, resources: Resources, principal: Principal) -> None:
+    """What this process collected is written, and every unsealed event of the tenant
+    sealed, so a verification or checkpoint that follows covers them."""
+    await access_log.flush()
+    await seal_all(resources.sessions, principal.tenant_id, resources.settings.audit.seal_batch)
 
 
 class AuditController(Controller):
     path = "/v1/audit"
     tags = ["audit"]  # noqa: RUF012
-    dependencies = {"audit_service": Provide(provide_audit_service, sync_to_thread=False)}  # noqa: RUF012
+    dependencies = {  # noqa: RUF012
+        "audit_service": Provide(provide_audit_service, sync_to_thread=False),
+        "access_log": Provide(provide_access_log, sync_to_thread=False),
+    }
 
     @get(operation_id="ListAuditEvents", opt=policy("audit", "read"))
     async def list_events(
@@ -80,7 +105,90 @@ class AuditController(Controller):
         return Stream(lines, media_type="application/x-ndjson")
 
     @get("/verify", operation_id="VerifyAuditChain", opt=policy("audit", "read"))
-    async def verify(self, audit_service: Audit) -> AuditVerification:
-        """Recompute the tenant's hash chain; ``first_bad_id`` names the first event that
-        was changed, removed or reordered."""
+    async def verify(
+        self,
+        audit_service: Audit,
+        access_log: Access,
+        resources: NamedDependency[Resources],
+        principal: NamedDependency[Principal],
+    ) -> AuditVerification:
+        """Seal pending access events, then recompute the tenant's keyed hash chain and
+        compare its tail with the latest signed checkpoint; ``first_bad_seq`` and
+        ``first_bad_id`` name the first link that was changed, removed or truncated."""
+        await seal_now(access_log, resources, principal)
         return await audit_service.verify()
+
+    @post(
+        "/verify",
+        operation_id="VerifyAuditChainAgainstCheckpoint",
+        opt=policy("audit", "read"),
+        status_code=HTTP_200_OK,
+    )
+    async def verify_against(
+        self,
+        data: JSONBody[CheckpointRead],
+        audit_service: Audit,
+        access_log: Access,
+        resources: NamedDependency[Resources],
+        principal: NamedDependency[Principal],
+    ) -> AuditVerification:
+        """As GET, and also against a checkpoint you kept (from
+        ``/v1/audit/checkpoints/latest``): a chain that no longer reaches it fails."""
+        await seal_now(access_log, resources, principal)
+        return await audit_service.verify(data)
+
+    @get("/access", operation_id="ListAccessEvents", opt=policy("audit", "read"))
+    async def access(
+        self,
+        db_session: NamedDependency[AsyncSession],
+        principal: NamedDependency[Principal],
+        access_log: Access,
+        global_user_id: FromQuery[uuid.UUID | None] = None,
+        relationship_id: FromQuery[uuid.UUID | None] = None,
+        actor_key_id: FromQuery[uuid.UUID | None] = None,
+        purpose: FromQuery[IdentifierInQuery] = None,
+        memory_id: FromQuery[uuid.UUID | None] = None,
+        from_: Annotated[datetime | None, QueryParameter(name="from")] = None,
+        to: FromQuery[datetime | None] = None,
+        cursor: FromQuery[Cursor] = None,
+        limit: FromQuery[Limit] = DEFAULT_LIMIT,
+    ) -> AccessPage:
+        """Who read which memories of which relationship (and global user), why
+        (``purpose``: ``context`` = injected into a prompt), oldest first, in ``[from, to)``."""
+        await access_log.flush()
+        where = AccessFilter(
+            global_user_id, relationship_id, actor_key_id, purpose, memory_id, from_, to
+        )
+        return await access_page(db_session, principal.tenant_id, where, cursor, limit)
+
+    @get(
+        "/checkpoints/latest",
+        operation_id="GetLatestAuditCheckpoint",
+        opt=policy("audit", "read"),
+    )
+    async def latest(
+        self, db_session: NamedDependency[AsyncSession], principal: NamedDependency[Principal]
+    ) -> CheckpointRead:
+        """The latest signed checkpoint of the chain's head: keep it outside Tether and
+        hand it to ``POST /v1/audit/verify`` later."""
+        found = await latest_checkpoint(db_session, principal.tenant_id)
+        if found is None:
+            raise NotFound("no checkpoint yet: POST /v1/audit/checkpoints makes one")
+        return found
+
+    @post(
+        "/checkpoints",
+        operation_id="CreateAuditCheckpoint",
+        opt=policy("audit", "export"),
+        status_code=HTTP_201_CREATED,
+    )
+    async def checkpoint(
+        self,
+        db_session: NamedDependency[AsyncSession],
+        principal: NamedDependency[Principal],
+        access_log: Access,
+        resources: NamedDependency[Resources],
+    ) -> CheckpointRead:
+        """Seal pending access events and sign the chain's head now."""
+        await seal_now(access_log, resources, principal)
+        return await write_checkpoint(db_session, principal.tenant_id)

@@ -1,6 +1,8 @@
 """Appending to the audit log, inside the caller's transaction: an action and its audit
 row commit together or not at all. Appends of one tenant are serialised by a row lock
-on the tenant's chain head (the chain is a sequence)."""
+on the tenant's chain head (the chain is a sequence). Reads are not appended here but to
+the access log (``tenancy.audit.access``), which takes no lock and is sealed into this
+chain in batches."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.audit.chain import GENESIS, event_hash
+from tenancy.audit.keys import chain_key
 from tenancy.audit.models import AuditChainHead, AuditEvent
 from tenancy.principal import Principal
 from tether.core.ids import new_id
@@ -90,7 +93,8 @@ class AuditLog:
             "request_id": request_id_var.get(),
             "detail": detail or {},
         }
-        digest = event_hash(head.hash, fields)
+        keyed = fields["seq"] >= head.keyed_from
+        digest = event_hash(head.hash, fields, chain_key(tenant_id) if keyed else None)
         event = AuditEvent(**fields, prev_hash=head.hash, hash=digest)
         self._session.add(event)
         await self._session.execute(

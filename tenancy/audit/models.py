@@ -11,8 +11,17 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, String, Text, UniqueConstraint
-from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tether.core.database import Base
@@ -56,3 +65,59 @@ class AuditChainHead(Base):
     )
     seq: Mapped[int] = mapped_column(BigInteger)
     hash: Mapped[str] = mapped_column(String(64))
+    # The first sequence number whose hash is keyed (HMAC); earlier ones are legacy
+    # SHA-256 links made before migration 0022.
+    keyed_from: Mapped[int] = mapped_column(BigInteger, server_default=text("1"))
+
+
+class AuditAccessEvent(Base):
+    """One read of relationship content: who, which relationship (and global user), which
+    memories it returned or injected, why. Appended without a lock; the sealer sets
+    ``sealed_seq`` once, to the chain event whose Merkle root covers it (a trigger
+    refuses every other change, and deletion)."""
+
+    __tablename__ = "audit_access_events"
+    __table_args__ = (
+        Index("ix_audit_access_events_user", "tenant_id", "global_user_id", "id"),
+        Index("ix_audit_access_events_relationship", "tenant_id", "relationship_id", "id"),
+        Index(
+            "ix_audit_access_events_unsealed",
+            "tenant_id",
+            "id",
+            postgresql_where=text("sealed_seq IS NULL"),
+        ),
+        Index("ix_audit_access_events_sealed", "tenant_id", "sealed_seq"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="RESTRICT")
+    )
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    actor_key_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    actor_role: Mapped[str | None] = mapped_column(String(16))
+    actor_subject: Mapped[str | None] = mapped_column(String(128))
+    purpose: Mapped[str] = mapped_column(String(32))
+    relationship_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    global_user_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    request_id: Mapped[str | None] = mapped_column(String(64))
+    memory_ids: Mapped[list[uuid.UUID]] = mapped_column(ARRAY(UUID(as_uuid=True)))
+    sealed_seq: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class AuditCheckpoint(Base):
+    """A signed copy of a tenant's chain head at one moment, kept (append-only) and
+    exported so that a later truncation of the chain's tail shows."""
+
+    __tablename__ = "audit_checkpoints"
+    __table_args__ = (Index("ix_audit_checkpoints_tenant_seq", "tenant_id", "seq"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="RESTRICT")
+    )
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    seq: Mapped[int] = mapped_column(BigInteger)
+    hash: Mapped[str] = mapped_column(String(64))
+    keyed_from: Mapped[int] = mapped_column(BigInteger)
+    signature: Mapped[str] = mapped_column(String(64))

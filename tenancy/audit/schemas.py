@@ -37,4 +37,41 @@ class AuditVerification(msgspec.Struct, omit_defaults=True):
     ok: bool
     checked: int
     first_bad_id: uuid.UUID | None = None
+    first_bad_seq: int | None = None
     reason: str | None = None
+    # Access events covered by the seals checked, and those not sealed yet.
+    access_events_sealed: int = 0
+    access_events_unsealed: int = 0
+    # The checkpoints compared with the chain (the latest stored, and the one given).
+    checkpoints_checked: int = 0
+
+
+class CheckpointRead(msgspec.Struct):
+    """A signed statement of the chain's head: keep it, and hand it back to verify."""
+
+    tenant_id: uuid.UUID
+    seq: int
+    hash: str
+    keyed_from: int
+    at: datetime
+    signature: str
+    algorithm: str = "hmac-sha256"
+
+
+class AccessEventRead(msgspec.Struct):
+    id: uuid.UUID
+    at: datetime
+    actor_key_id: uuid.UUID | None
+    actor_role: str | None
+    actor_subject: str | None
+    purpose: str
+    relationship_id: uuid.UUID | None
+    global_user_id: uuid.UUID | None
+    request_id: str | None
+    memory_ids: list[uuid.UUID]
+    sealed_seq: int | None
+
+
+class AccessPage(msgspec.Struct):
+    items: list[AccessEventRead]
+    next_cursor: str | None

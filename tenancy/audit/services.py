@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import hmac
 import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime
 
 import msgspec
+from msgspec.structs import replace
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tenancy.audit.chain import GENESIS, HASHED_FIELDS, event_hash
-from tenancy.audit.models import AuditChainHead, AuditEvent
-from tenancy.audit.schemas import AuditEventRead, AuditPage, AuditVerification
+from tenancy.audit.checkpoints import latest_checkpoint, signed
+from tenancy.audit.keys import chain_key
+from tenancy.audit.models import AuditAccessEvent, AuditChainHead, AuditEvent
+from tenancy.audit.schemas import AuditEventRead, AuditPage, AuditVerification, CheckpointRead
+from tenancy.audit.sealing import SEAL_ACTION, batch_root
 from tether.core.ids import TenantId
 from tether.core.pagination import decode_cursor, next_cursor
 from tether.core.tenant_sessions import tenant_session
@@ -108,11 +113,12 @@ class AuditService:
         following = await self._row(AuditEvent.seq == row.seq + 1)
         fields = {name: getattr(row, name) for name in HASHED_FIELDS}
         expected_prev = GENESIS if row.seq == 1 else (previous.hash if previous else None)
+        key = chain_key(row.tenant_id) if row.seq >= await self._keyed_from() else None
         return AuditLink(
             read(row),
             None if previous is None else read(previous),
             None if following is None else read(following),
-            content_ok=event_hash(row.prev_hash, fields) == row.hash,
+            content_ok=event_hash(row.prev_hash, fields, key) == row.hash,
             link_ok=expected_prev is not None and row.prev_hash == expected_prev,
         )
 
@@ -125,17 +131,36 @@ class AuditService:
         statement = select(AuditChainHead.seq).where(AuditChainHead.tenant_id == self._tenant_id)
         return int((await self._session.execute(statement)).scalar_one_or_none() or 0)
 
-    async def verify(self) -> AuditVerification:
-        """Recompute the chain from the first event: every hash, every link, no gaps."""
+    async def verify(self, checkpoint: CheckpointRead | None = None) -> AuditVerification:
+        """Recompute the chain from the first event: every hash or MAC, every link, no
+        gaps, every sealed batch of access events; then the tail against the head row,
+        the latest stored checkpoint and ``checkpoint`` (one kept outside Tether)."""
         step = VerifyStep()
         while not step.done:
             step = await self.verify_step(step, VERIFY_BATCH)
-        return AuditVerification(step.bad_id is None, step.checked, step.bad_id, step.reason)
+        if step.bad_id is None:
+            step = await self._anchors(step, checkpoint)
+        return AuditVerification(
+            step.bad_id is None and step.reason is None,
+            step.checked,
+            step.bad_id,
+            step.bad_seq,
+            step.reason,
+            step.sealed,
+            await self._unsealed(),
+            step.checkpoints,
+        )
 
     async def verify_step(self, step: VerifyStep, limit: int) -> VerifyStep:
         """Check the next ``limit`` events after ``step`` (a long chain is verified in
         steps, so a page can show progress)."""
-        checked, prev_hash, after = step.checked, step.prev_hash, step.after_seq
+        checked, prev_hash, after, sealed = (
+            step.checked,
+            step.prev_hash,
+            step.after_seq,
+            step.sealed,
+        )
+        keyed_from = await self._keyed_from()
         statement = (
             select(AuditEvent)
             .where(AuditEvent.tenant_id == self._tenant_id, AuditEvent.seq > after)
@@ -144,12 +169,110 @@ class AuditService:
         )
         rows = list((await self._session.execute(statement)).scalars())
         for row in rows:
-            problem = _problem(row, prev_hash, after + 1)
+            problem = _problem(row, prev_hash, after + 1, keyed_from)
+            if problem is None and row.action == SEAL_ACTION:
+                problem = await self._seal_problem(row)
             if problem is not None:
-                return VerifyStep(checked, after, prev_hash, True, row.id, problem)
+                return replace(
+                    step,
+                    done=True,
+                    bad_id=row.id,
+                    bad_seq=row.seq,
+                    reason=problem,
+                    checked=checked,
+                    after_seq=after,
+                    prev_hash=prev_hash,
+                    sealed=sealed,
+                )
+            if row.action == SEAL_ACTION:
+                sealed += int(row.detail.get("count", 0))
             prev_hash, after = row.hash, row.seq
             checked += 1
-        return VerifyStep(checked, after, prev_hash, len(rows) < limit)
+        return replace(
+            step,
+            checked=checked,
+            after_seq=after,
+            prev_hash=prev_hash,
+            sealed=sealed,
+            done=len(rows) < limit,
+        )
+
+    async def _keyed_from(self) -> int:
+        statement = select(AuditChainHead.keyed_from).where(
+            AuditChainHead.tenant_id == self._tenant_id
+        )
+        return int((await self._session.execute(statement)).scalar_one_or_none() or 1)
+
+    async def _seal_problem(self, seal: AuditEvent) -> str | None:
+        statement = (
+            select(AuditAccessEvent)
+            .where(
+                AuditAccessEvent.tenant_id == self._tenant_id,
+                AuditAccessEvent.sealed_seq == seal.seq,
+            )
+            .order_by(AuditAccessEvent.id)
+        )
+        rows = list((await self._session.execute(statement)).scalars())
+        if len(rows) != seal.detail.get("count"):
+            return (
+                f"access batch sealed at seq {seal.seq}: {len(rows)} events, the seal "
+                f"counted {seal.detail.get('count')} (an access event was removed or added)"
+            )
+        if batch_root(self._tenant_id, rows) != seal.detail.get("root"):
+            return (
+                f"access batch sealed at seq {seal.seq}: its Merkle root does not match "
+                "(an access event was changed)"
+            )
+        return None
+
+    async def _unsealed(self) -> int:
+        statement = select(func.count()).where(
+            AuditAccessEvent.tenant_id == self._tenant_id, AuditAccessEvent.sealed_seq.is_(None)
+        )
+        return int((await self._session.execute(statement)).scalar_one())
+
+    async def _anchors(self, step: VerifyStep, given: CheckpointRead | None) -> VerifyStep:
+        """The tail: the head row and the checkpoints must not point past the chain."""
+        length = await self.length()
+        if length != step.after_seq:
+            return replace(
+                step,
+                bad_seq=step.after_seq + 1,
+                reason=f"the chain ends at seq {step.after_seq} but its head says {length} "
+                "(events were removed from the tail)",
+            )
+        anchors = [c for c in (await latest_checkpoint(self._session, self._tenant_id), given) if c]
+        for count, checkpoint in enumerate(anchors, start=1):
+            problem = await self._checkpoint_problem(checkpoint, step.after_seq)
+            if problem is not None:
+                return replace(
+                    step,
+                    bad_seq=min(checkpoint.seq, step.after_seq + 1),
+                    reason=problem,
+                    checkpoints=count,
+                )
+        return replace(step, checkpoints=len(anchors))
+
+    async def _checkpoint_problem(self, checkpoint: CheckpointRead, last_seq: int) -> str | None:
+        if checkpoint.tenant_id != self._tenant_id or not signed(checkpoint):
+            return (
+                "the checkpoint's signature does not match "
+                "(it was not made by this server for this tenant)"
+            )
+        if checkpoint.seq > last_seq:
+            return (
+                f"the chain ends at seq {last_seq} but a checkpoint of {checkpoint.at.isoformat()} "
+                f"saw seq {checkpoint.seq} (the tail was truncated)"
+            )
+        if checkpoint.seq == 0:
+            return None
+        row = await self._row(AuditEvent.seq == checkpoint.seq)
+        if row is None or row.hash != checkpoint.hash:
+            return (
+                f"event {checkpoint.seq} no longer has the hash a checkpoint recorded "
+                "(the chain was rewritten)"
+            )
+        return None
 
     async def access_report(self, global_user_id: uuid.UUID) -> list[AccessReportRow]:
         """Every access to one global user's profile, grouped by the relationship it was
@@ -205,6 +328,9 @@ class VerifyStep(msgspec.Struct, frozen=True):
     done: bool = False
     bad_id: uuid.UUID | None = None
     reason: str | None = None
+    bad_seq: int | None = None
+    sealed: int = 0
+    checkpoints: int = 0
 
 
 class AccessReportRow(msgspec.Struct, array_like=True):
@@ -219,13 +345,14 @@ class AccessReportRow(msgspec.Struct, array_like=True):
     last_at: datetime
 
 
-def _problem(row: AuditEvent, prev_hash: str, expected_seq: int) -> str | None:
+def _problem(row: AuditEvent, prev_hash: str, expected_seq: int, keyed_from: int) -> str | None:
     if row.seq != expected_seq:
         return f"sequence gap: expected {expected_seq}, found {row.seq} (a row was removed)"
     if row.prev_hash != prev_hash:
         return "the link to the previous event does not match"
     fields = {name: getattr(row, name) for name in HASHED_FIELDS}
-    if event_hash(prev_hash, fields) != row.hash:
+    key = chain_key(row.tenant_id) if row.seq >= keyed_from else None
+    if not hmac.compare_digest(event_hash(prev_hash, fields, key), row.hash):
         return "the event's content does not match its hash (it was changed)"
     return None
 

@@ -57,6 +57,12 @@ async def _if_match(side: Side, _: dict[str, str]) -> dict[str, Any]:
     }
 
 
+async def _checkpoint(side: Side, _: dict[str, str]) -> dict[str, Any]:
+    """A signed checkpoint of the side's chain (made by its admin), as a body."""
+    made = await side.tenant.client.post("/v1/audit/checkpoints", headers=side.tenant.admin)
+    return {"json": made.json()}
+
+
 async def _forget_token(side: Side, caller: dict[str, str]) -> dict[str, Any]:
     """A token previewed by the caller (a token is the previewing key's), or, where the
     caller may not preview, the gateway's."""
@@ -198,6 +204,10 @@ TABLE: dict[tuple[str, str], Route] = {
     ("GET", "/v1/audit"): Route("ADDDA"),
     ("GET", "/v1/audit/verify"): Route("ADDDA"),
     ("GET", "/v1/audit/export"): Route("ADDDA"),
+    ("POST", "/v1/audit/verify"): Route("ADDDA", _checkpoint),
+    ("GET", "/v1/audit/access"): Route("ADDDA"),
+    ("GET", "/v1/audit/checkpoints/latest"): Route("ADDDA", _checkpoint),
+    ("POST", "/v1/audit/checkpoints"): Route("ADDDA"),
     ("GET", "/v1/knowledge-bases"): Route("AAADD"),
     ("POST", "/v1/knowledge-bases"): Route("ADODD", _fresh_persona_base, objects=True),
     ("GET", KB): Route("AAODD"),

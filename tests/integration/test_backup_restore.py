@@ -135,7 +135,7 @@ async def _answers(client: Any, world: dict[str, Any]) -> dict[str, Any]:
             f"/v1/relationships/{rid}/search", json={"query": query}, headers=gateway
         )
         assert hits.status_code == 200, hits.text
-        found[query] = [(h["id"], h["content"]) for h in hits.json()["results"]]
+        found[query] = [(h["id"], h["content"]) for h in hits.json()["items"]]
     body = {"relationship_id": rid, "query": "水壶 kettle cello", "knowledge_enabled": True}
     context = (await client.post("/v1/context", json=body, headers=gateway)).json()
     verify = (await client.get("/v1/audit/verify", headers=world["tenant"].admin)).json()

@@ -38,6 +38,8 @@ POPULATED = {
     "api_keys",
     "audit_events",
     "audit_chain_heads",
+    "audit_access_events",
+    "audit_checkpoints",
     "global_users",
     "user_facets",
     "creators",
@@ -142,6 +144,9 @@ async def _populate(client: Any, tenant: TenantHandle, tag: str) -> None:
         headers=tenant.admin,
     )
     assert document.status_code in (200, 201, 202), document.text
+    await client.get(memories, headers=gateway)  # a read: an access event
+    made = await client.post("/v1/audit/checkpoints", headers=tenant.admin)  # seals, signs
+    assert made.status_code == 201, made.text
     transfer = {"to": {"kind": "pool", "id": f"pool-{tag}"}, "reason": "on leave"}
     await client.post(f"/v1/relationships/{rid}/transfer", json=transfer, headers=tenant.admin)
     await _wait_for(

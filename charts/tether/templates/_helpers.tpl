@@ -149,6 +149,15 @@ Job's inline env (the hook runs before the ConfigMap exists).
       key: {{ required "secrets.hotRedis.key is required" .key | quote }}
 {{- end }}
 {{- end }}
+{{- with $secrets.auditSecret }}
+{{- if .existingSecret }}
+- name: TETHER_AUDIT__SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret | quote }}
+      key: {{ required "secrets.auditSecret.key is required" .key | quote }}
+{{- end }}
+{{- end }}
 {{- if .providers }}
 {{- range $secrets.providers }}
 - name: {{ required "secrets.providers[].env is required" .env | quote }}

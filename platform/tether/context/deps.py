@@ -82,4 +82,5 @@ def provide_context_service(
         knowledge,
         recap,
         flags,
+        state.access_log,
     )

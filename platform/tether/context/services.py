@@ -13,6 +13,7 @@ from redis.exceptions import RedisError
 
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.principal import Principal
+from tenancy.audit.access import AccessLog
 from tenancy.ids import RelationshipScope
 from tenancy.relationships.directory import RelationshipCard, RelationshipDirectory
 from tenancy.resolve.schemas import PersonaRef, ResolveRequest, UserRef
@@ -78,9 +79,11 @@ class ContextService:
         knowledge: KnowledgeLookup,
         recap: RecapLookup | None = None,
         flags: FlagLookup | None = None,
+        access: AccessLog | None = None,
     ) -> None:
         self._flags = flags
         self._recap = recap
+        self._access = access
         self._knowledge = knowledge
         self._global_profile = global_profile
         self._directory = directory
@@ -211,6 +214,14 @@ class ContextService:
             name: SectionBudget(fitted.limits[name], fitted.used[name], fitted.dropped[name])
             for name in fitted.limits
         }
+        if self._access is not None:  # what went into the prompt (decision 0042)
+            self._access.note(
+                self._principal,
+                "playground" if dry_run else "context",
+                card.id,
+                card.global_user_id,
+                [p.id for p in chosen["memory"] if p.id is not None],
+            )
         timings["total"] = _ms(started)
         response = ContextResponse(
             relationship_id=card.id,

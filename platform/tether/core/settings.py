@@ -293,6 +293,23 @@ class ConsoleSettings(BaseModel):
     trust_forwarded_proto: bool = False
 
 
+class AuditSettings(BaseModel):
+    """The audit log's keys, the access log's batching and the sealing and checkpoint
+    schedules (decisions 0042-0044)."""
+
+    # The server secret the per-tenant chain and checkpoint keys are derived from (HMAC-
+    # SHA256 of the tenant id). Unset: a random one made once in ``data_dir/audit.key``
+    # (embedded runs; every API and worker process must see the same secret).
+    secret: SecretStr | None = None
+    # A process writes the access events it collected every this many seconds.
+    access_flush_seconds: float = Field(default=0.25, gt=0, le=60)
+    # The beat seals unsealed access events into the chain this often, in batches.
+    seal_interval_seconds: float = Field(default=30.0, ge=1)
+    seal_batch: int = Field(default=5000, ge=1, le=100_000)
+    # The beat writes a signed checkpoint of each tenant's chain head this often.
+    checkpoint_interval_seconds: float = Field(default=3600.0, ge=1)
+
+
 class Settings(BaseSettings):
     """The root of the settings tree.
 
@@ -343,6 +360,7 @@ class Settings(BaseSettings):
     context: ContextSettings = ContextSettings()
     knowledge: KnowledgeSettings = KnowledgeSettings()
     console: ConsoleSettings = ConsoleSettings()
+    audit: AuditSettings = AuditSettings()
 
     @property
     def is_embedded(self) -> bool:

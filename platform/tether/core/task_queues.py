@@ -14,7 +14,7 @@ from typing import Final
 
 # Making accepted turns durable, and what closes sessions: the write path.
 TURNS: Final = "turns"
-# Extraction, reinforcement and expiry of memories.
+# Extraction, reinforcement and expiry of memories; sealing and checkpoints of the audit.
 MEMORIES: Final = "memories"
 # Indexing knowledge-base documents.
 KNOWLEDGE: Final = "knowledge"
@@ -30,6 +30,7 @@ ROUTES: Final = {
     "sessions.*": {"queue": TURNS},
     "system.*": {"queue": TURNS},
     "memories.*": {"queue": MEMORIES},
+    "audit.*": {"queue": MEMORIES},
     "knowledge.*": {"queue": KNOWLEDGE},
 }
 DEFAULT: Final = TURNS

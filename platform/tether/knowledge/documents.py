@@ -149,6 +149,8 @@ class DocumentService:
         async with self._quotas.hold(tenant, KNOWLEDGE_BYTES, len(data), recount) as held:
             document, created = await self._store_new(base.id, filename, data, found)
             held.settle(len(data) if created else 0)
+        if created:
+            await self._audited("document.upload", base.id, document.id, bytes=len(data))
         return read_document(document), created
 
     async def _store_new(
@@ -253,7 +255,13 @@ class DocumentService:
         if was_searchable:
             await self._base_rows.bump(base_id)
         key = document.storage_key
+        await self._audited("document.delete", base_id, document.id)
         on_commit(self._session, lambda: remove_quietly(self._store, [key]))
+
+    async def _audited(
+        self, action: str, base_id: uuid.UUID, document_id: uuid.UUID, **detail: object
+    ) -> None:
+        await self._bases.audited(action, base_id, document_id=str(document_id), **detail)
 
     async def reindex(self, base_id: uuid.UUID, document_id: uuid.UUID) -> s.DocumentRead:
         """Index again (after a failure, a lost queue message or a new embedding model).
@@ -269,5 +277,6 @@ class DocumentService:
         document.progress = 0.0
         document.updated_at = datetime.now(UTC)
         await self._session.flush()
+        await self._audited("document.reindex", base_id, document.id)
         self._index_after_commit(document.id, document.generation)
         return read_document(document)

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.principal import Principal
 from tenancy.access.reach import Reach
+from tenancy.audit.log import Actor, AuditLog
 from tenancy.enums import Role
 from tenancy.graph.services import GraphService
 from tether.core.errors import Forbidden
@@ -95,7 +96,18 @@ class KnowledgeBaseService:
             creator_persona_id=data.creator_persona_id,
             is_default=is_default,
         )
+        await self.audited("knowledge_base.create", base.id)
         return read_base(base)
+
+    async def audited(self, action: str, base_id: uuid.UUID, **detail: object) -> None:
+        """An append to the audit log, in this transaction (ids only)."""
+        await AuditLog(self._session).record(
+            self._principal.tenant_id,
+            Actor.of(self._principal),
+            action,
+            "knowledge",
+            detail={"knowledge_base_id": str(base_id), **detail},
+        )
 
     async def _add(self, **values: object) -> KnowledgeBase:
         try:
@@ -135,7 +147,9 @@ class KnowledgeBaseService:
             if data.is_default:
                 await self._bases.clear_default()
             base.is_default = data.is_default
-        return await self._save(base)
+        saved = await self._save(base)  # first: a conflict must surface inside its savepoint
+        await self.audited("knowledge_base.update", base.id, is_default=base.is_default)
+        return saved
 
     async def bind(self, base_id: uuid.UUID, persona_id: uuid.UUID) -> s.KnowledgeBaseRead:
         base = await self.require(base_id, write=True)
@@ -143,7 +157,9 @@ class KnowledgeBaseService:
         if base.is_default:
             raise KnowledgeBaseConflict("the tenant default base cannot be bound to a persona")
         base.creator_persona_id = persona_id
-        return await self._save(base)
+        saved = await self._save(base)
+        await self.audited("knowledge_base.bind", base.id, persona_id=str(persona_id))
+        return saved
 
     async def unbind(self, base_id: uuid.UUID) -> s.KnowledgeBaseRead:
         base = await self.require(base_id, write=True)
@@ -151,7 +167,9 @@ class KnowledgeBaseService:
             # Unbound, the base would leave the creator's hands: only admins do that.
             raise Forbidden("a creator key may not unbind a base; delete it instead")
         base.creator_persona_id = None
-        return await self._save(base)
+        saved = await self._save(base)
+        await self.audited("knowledge_base.unbind", base.id)
+        return saved
 
     async def _save(self, base: KnowledgeBase) -> s.KnowledgeBaseRead:
         try:
@@ -171,5 +189,6 @@ class KnowledgeBaseService:
         keys = await DocumentRepository(self._session, self._principal.tenant_id).storage_keys(
             base.id
         )
+        await self.audited("knowledge_base.delete", base.id, documents=len(keys))
         await self._bases.remove(base)
         on_commit(self._session, lambda: remove_quietly(self._store, keys))

@@ -23,6 +23,17 @@ def provide_memory_service(
     principal: NamedDependency[Principal],
     settings: NamedDependency[Settings],
 ) -> MemoryService:
+    return _memory_service(state, db_session, relationship_directory, principal, settings, False)
+
+
+def _memory_service(
+    state: State,
+    db_session: AsyncSession,
+    relationship_directory: RelationshipDirectory,
+    principal: Principal,
+    settings: Settings,
+    support_view: bool,
+) -> MemoryService:
     enforcer: PolicyEnforcer = state.policy.for_tenant(principal.tenant_id)
     embedder: EmbeddingProvider = state.embedder
     store: PartitionStore = state.partitions
@@ -36,6 +47,8 @@ def provide_memory_service(
         settings,
         state.quotas,
         state.privacy_filters,
+        state.access_log,
+        support_view=support_view,
     )
 
 
@@ -54,3 +67,14 @@ def provide_conflict_service(
         store.invalidate,
         state.privacy_filters,
     )
+
+
+def provide_console_memory_service(
+    state: State,
+    db_session: NamedDependency[AsyncSession],
+    relationship_directory: NamedDependency[RelationshipDirectory],
+    principal: NamedDependency[Principal],
+    settings: NamedDependency[Settings],
+) -> MemoryService:
+    """As the API's, with its reads recorded as ``support_view``."""
+    return _memory_service(state, db_session, relationship_directory, principal, settings, True)

@@ -5,7 +5,7 @@ and the consolidation log."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
@@ -14,10 +14,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.principal import Principal
+from tenancy.audit.access import AccessLog
+from tenancy.audit.log import Actor
 from tenancy.ids import RelationshipScope
 from tenancy.limits.quotas import Quotas
 from tenancy.limits.values import LimitName
-from tenancy.relationships.directory import RelationshipDirectory
+from tenancy.relationships.directory import RelationshipCard, RelationshipDirectory
 from tether.core.pagination import decode_cursor, next_cursor
 from tether.core.settings import Settings
 from tether.memories import schemas as s
@@ -103,7 +105,13 @@ class MemoryService:
         settings: Settings,
         quotas: Quotas,
         privacy: TenantFilters | None = None,
+        access: AccessLog | None = None,
+        *,
+        support_view: bool = False,
     ) -> None:
+        self._access = access
+        # The console's pages record their reads as ``support_view`` (decision 0042).
+        self._support_view = support_view
         self._session = session
         self._directory = directory
         self._principal = principal
@@ -117,12 +125,21 @@ class MemoryService:
     async def _scope(self, relationship_id: uuid.UUID) -> RelationshipScope:
         return (await self._directory.open(relationship_id)).scope
 
+    async def _read(self, relationship_id: uuid.UUID) -> RelationshipCard:
+        return await self._directory.open(relationship_id)
+
+    def _noted(self, card: RelationshipCard, purpose: str, ids: Iterable[uuid.UUID]) -> None:
+        if self._access is not None:
+            purpose = "support_view" if self._support_view else purpose
+            self._access.note(self._principal, purpose, card.id, card.global_user_id, ids)
+
     async def _filter(self, scope: RelationshipScope) -> PrivacyFilter:
         return await self._privacy.for_tenant(self._session, scope.tenant_id)
 
     def _writer(self, scope: RelationshipScope) -> MemoryWriter:
         actor = f"key:{self._principal.key_id}"
-        return MemoryWriter(self._session, scope, self._embedder, self._invalidate, actor)
+        by = Actor.of(self._principal)
+        return MemoryWriter(self._session, scope, self._embedder, self._invalidate, actor, by)
 
     def _visible(self) -> list[ColumnElement[bool]]:
         if may_see_private(self._enforcer, self._principal):
@@ -151,7 +168,8 @@ class MemoryService:
         layer: MemoryLayer | None = None,
         newest_first: bool = False,
     ) -> s.MemoryPage:
-        scope = await self._scope(relationship_id)
+        card = await self._read(relationship_id)
+        scope = card.scope
         criteria = self._visible()
         if memory_type is not None:
             criteria.append(Memory.memory_type == memory_type.value)
@@ -173,11 +191,14 @@ class MemoryService:
         rows = await MemoryRepository(self._session, scope).page(
             decode_cursor(cursor), limit, *criteria, newest_first=newest_first
         )
+        self._noted(card, "memory_list", [r.id for r in rows])
         return s.MemoryPage([read(r) for r in rows], next_cursor(rows, limit))
 
     async def get(self, relationship_id: uuid.UUID, memory_id: uuid.UUID) -> s.MemoryRead:
-        scope = await self._scope(relationship_id)
-        return read(await self._require(scope, memory_id))
+        card = await self._read(relationship_id)
+        memory = await self._require(card.scope, memory_id)
+        self._noted(card, "memory_read", [memory.id])
+        return read(memory)
 
     def _check(self, items: Sequence[s.MemoryCreate]) -> None:
         limits = self._settings.memory
@@ -375,16 +396,20 @@ class MemoryService:
     async def history(
         self, relationship_id: uuid.UUID, memory_id: uuid.UUID, cursor: str | None, limit: int
     ) -> s.MemoryVersionPage:
-        scope = await self._scope(relationship_id)
+        card = await self._read(relationship_id)
+        scope = card.scope
         await self._require(scope, memory_id)
+        self._noted(card, "memory_history", [memory_id])
         rows = await MemoryVersionRepository(self._session, scope).of(
             memory_id, decode_cursor(cursor), limit
         )
         return s.MemoryVersionPage([_version(v) for v in rows], next_cursor(rows, limit))
 
     async def sources(self, relationship_id: uuid.UUID, memory_id: uuid.UUID) -> s.MemorySources:
-        scope = await self._scope(relationship_id)
+        card = await self._read(relationship_id)
+        scope = card.scope
         memory = await self._require(scope, memory_id)
+        self._noted(card, "memory_sources", [memory.id])
         turns = await TurnRepository(self._session, scope).by_ids(list(memory.source_turn_ids))
         return s.MemorySources(
             memory.id,

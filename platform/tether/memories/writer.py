@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenancy.audit.log import Actor, AuditLog
 from tenancy.ids import RelationshipScope
 from tether.core.ids import new_id
 from tether.core.unit_of_work import on_commit
@@ -89,8 +90,12 @@ class MemoryWriter:
         embedder: EmbeddingProvider | None,
         invalidate: Invalidate,
         actor: str,
+        by: Actor | None = None,
     ) -> None:
         self._session = session
+        # Who, for the audit log: the key's principal, else the pipeline or sweep by name.
+        self._by = by or Actor(None, "system", actor)
+        self._audit = AuditLog(session)
         self._scope = scope
         self._embedder = embedder
         self._invalidate = invalidate
@@ -177,7 +182,20 @@ class MemoryWriter:
                 )
         if inserted:
             self._changed()
+            await self._record("memory.created", sorted(inserted), version=1)
         return inserted
+
+    async def _record(self, action: str, ids: Sequence[uuid.UUID], **detail: Any) -> None:
+        """Audited in this transaction (ids and the change, never content or reasons,
+        which may quote the user): a failed append fails the write."""
+        await self._audit.record(
+            self._scope.tenant_id,
+            self._by,
+            action,
+            "memory",
+            relationship_id=self._scope.relationship_id,
+            detail={"memory_ids": [str(i) for i in ids], "by": self._actor, **detail},
+        )
 
     async def change(self, memory: Memory, change: str, reason: str, **values: Any) -> Memory:
         """Apply ``values`` as the next version of ``memory``."""
@@ -202,6 +220,7 @@ class MemoryWriter:
             snapshot=snapshot(memory),
         )
         self._changed()
+        await self._record(f"memory.{change}", [memory.id], version=memory.version)
         return memory
 
 

@@ -8,6 +8,7 @@ from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.principal import Principal
+from tenancy.audit.log import Actor, AuditLog
 from tenancy.graph.services import GraphService
 from tether.core.ids import TenantId
 from tether.core.pagination import decode_cursor, next_cursor
@@ -83,6 +84,13 @@ class PersonaProfileService:
         )
         profile = _read(persona_id, row)
         tenant_id = self._principal.tenant_id
+        await AuditLog(self._session).record(
+            tenant_id,
+            Actor.of(self._principal),
+            "persona_profile.version",
+            "persona_profile",
+            detail={"persona_id": str(persona_id), "version": row.version},
+        )
         on_commit(self._session, lambda: self._cache.replace(tenant_id, profile))
         return profile
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.principal import Principal
+from tenancy.audit.log import Actor, AuditLog
 from tenancy.models import Tenant
 from tether.core.errors import InvalidInput
 from tether.privacy.filter import MaskResult, PrivacyFilter
@@ -22,6 +26,7 @@ class InvalidPrivacyPattern(InvalidInput):
 class PrivacyPatternService:
     def __init__(self, session: AsyncSession, principal: Principal, filters: TenantFilters) -> None:
         self._session = session
+        self._principal = principal
         self._tenant_id = principal.tenant_id
         self._filters = filters
 
@@ -43,6 +48,20 @@ class PrivacyPatternService:
                 privacy_patterns=[list(p) for p in pairs],
                 privacy_filter_documents=data.filter_documents,
             )
+        )
+        # Audited by tags and a fingerprint: a pattern may itself spell out an identifier.
+        fingerprint = hashlib.sha256(json.dumps(pairs, ensure_ascii=False).encode()).hexdigest()
+        await AuditLog(self._session).record(
+            self._tenant_id,
+            Actor.of(self._principal),
+            "privacy_patterns.change",
+            "tenant_settings",
+            detail={
+                "tags": sorted({tag for tag, _ in pairs}),
+                "patterns": len(pairs),
+                "fingerprint": fingerprint,
+                "filter_documents": data.filter_documents,
+            },
         )
         self._filters.forget(self._tenant_id)  # this process applies them at once
         return data

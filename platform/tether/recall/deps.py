@@ -54,4 +54,4 @@ def provide_search_service(
     principal: NamedDependency[Principal],
 ) -> SearchService:
     enforcer: PolicyEnforcer = state.policy.for_tenant(principal.tenant_id)
-    return SearchService(relationship_directory, recall, principal, enforcer)
+    return SearchService(relationship_directory, recall, principal, enforcer, state.access_log)

@@ -7,6 +7,7 @@ import uuid
 
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.principal import Principal
+from tenancy.audit.access import AccessLog
 from tenancy.relationships.directory import RelationshipDirectory
 from tether.recall.schemas import SearchRequest, SearchResponse
 from tether.recall.services import Recall, hit, may_see_private
@@ -19,7 +20,9 @@ class SearchService:
         recall: Recall,
         principal: Principal,
         enforcer: PolicyEnforcer,
+        access: AccessLog | None = None,
     ) -> None:
+        self._access = access
         self._directory = directory
         self._recall = recall
         self._principal = principal
@@ -40,6 +43,14 @@ class SearchService:
         degraded = (["redis"] if self._directory.redis_degraded else []) + [
             d for d in recalled.degraded if d != "redis" or not self._directory.redis_degraded
         ]
+        if self._access is not None:
+            self._access.note(
+                self._principal,
+                "search",
+                card.id,
+                card.global_user_id,
+                [r.id for r, _ in recalled.hits],
+            )
         timings = {"resolve": round(opened, 3), **recalled.timings_ms}
         timings["total"] = round((time.perf_counter() - started) * 1000, 3)
         return SearchResponse(

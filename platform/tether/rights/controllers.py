@@ -117,6 +117,7 @@ class UserExportController(Controller):
             global_user_id=user.id,
             detail={"complete": complete},
         )
+        state.access_log.note(principal, "export", None, user.id)
         lines = export_user(resources.sessions, principal.tenant_id, user.id, complete=complete)
         return Stream(lines, media_type="application/x-ndjson")
 
@@ -141,6 +142,6 @@ class RelationshipExportController(Controller):
         enforcer = state.policy.for_tenant(principal.tenant_id)
         complete = may_see_private(enforcer, principal, "export")
         lines = await audited_relationship_export(
-            db_session, resources.sessions, card, principal, complete
+            db_session, resources.sessions, card, principal, complete, state.access_log
         )
         return Stream(lines, media_type="application/x-ndjson")

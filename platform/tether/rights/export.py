@@ -17,6 +17,7 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tenancy.access.principal import Principal
+from tenancy.audit.access import AccessLog
 from tenancy.audit.log import Actor, AuditLog
 from tenancy.models import GlobalUser, Relationship, UserFacet
 from tenancy.relationships.directory import RelationshipCard
@@ -169,9 +170,13 @@ async def audited_relationship_export(
     card: RelationshipCard,
     principal: Principal,
     complete: bool,
+    access: AccessLog | None = None,
 ) -> AsyncIterator[bytes]:
-    """Record the export in the audit log (in the request's transaction), then the
-    lines; the caller opened ``card`` within its reach."""
+    """Record the export in the audit log (in the request's transaction) and the access
+    log (no memory ids: an export reads them all), then the lines; the caller opened
+    ``card`` within its reach."""
+    if access is not None:
+        access.note(principal, "export", card.id, card.global_user_id)
     await AuditLog(session).record(
         principal.tenant_id,
         Actor.of(principal),

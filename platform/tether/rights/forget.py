@@ -130,7 +130,12 @@ class ForgetService:
             return 0
         memories = MemoryRepository(self._session, scope)
         writer = MemoryWriter(
-            self._session, scope, None, self._invalidate, f"key:{self._principal.key_id}"
+            self._session,
+            scope,
+            None,
+            self._invalidate,
+            f"key:{self._principal.key_id}",
+            Actor.of(self._principal),
         )
         count = 0
         now = datetime.now(UTC)

@@ -50,6 +50,8 @@ def worker_env(settings: Settings) -> dict[str, str]:
         env["TETHER_DB__ROLE"] = settings.db.role
     # Knowledge-base uploads are written by the API and read by the worker.
     env["TETHER_DATA_DIR"] = str(settings.data_dir)
+    if settings.audit.secret is not None:  # the worker seals with the same keys
+        env["TETHER_AUDIT__SECRET"] = settings.audit.secret.get_secret_value()
     return env
 
 

@@ -22,7 +22,7 @@ from tether.console import forms
 from tether.console.pages import back_to, may, render, require
 from tether.console.timeline import timeline
 from tether.core.resources import Resources
-from tether.memories.deps import provide_memory_service
+from tether.memories.deps import provide_console_memory_service
 from tether.memories.enums import MemoryLayer, MemoryType
 from tether.memories.schemas import MemoryUpdate
 from tether.memories.services import MemoryService
@@ -51,7 +51,7 @@ class RelationshipPages(Controller):
     path = "/relationships"
     dependencies = {  # noqa: RUF012
         "relationship_service": Provide(provide_relationship_service, sync_to_thread=False),
-        "memory_service": Provide(provide_memory_service, sync_to_thread=False),
+        "memory_service": Provide(provide_console_memory_service, sync_to_thread=False),
         "forget_service": Provide(provide_forget_service, sync_to_thread=False),
     }
 
@@ -231,7 +231,7 @@ class RelationshipPages(Controller):
             state.policy.for_tenant(principal.tenant_id), principal, "export"
         )
         lines = await audited_relationship_export(
-            db_session, resources.sessions, card, principal, complete
+            db_session, resources.sessions, card, principal, complete, state.access_log
         )
         name = f"relationship-{relationship_id}.jsonl"
         return Stream(

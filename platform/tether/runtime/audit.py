@@ -1,0 +1,73 @@
+"""``tether audit verify TENANT``: the operator's (or an auditor's) check of a tenant's
+chain, run against the database directly, with the server's audit secret."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from tenancy.access.repositories import TenantRepository
+from tenancy.audit.checkpoints import write_checkpoint
+from tenancy.audit.schemas import CheckpointRead
+from tenancy.audit.sealing import seal_all
+from tenancy.audit.services import AuditService
+from tether.core.database import create_engine, create_session_factory, transaction
+from tether.core.ids import TenantId
+from tether.core.settings import Settings
+from tether.core.tenant_sessions import tenant_transaction
+from tether.runtime.preflight import StartupError
+
+
+def _checkpoint(path: str | None) -> CheckpointRead | None:
+    if path is None:
+        return None
+    try:
+        return msgspec.json.decode(Path(path).read_bytes(), type=CheckpointRead)
+    except (OSError, msgspec.DecodeError) as exc:
+        raise StartupError(
+            f"cannot read checkpoint {path}: {exc}",
+            "pass a file from GET /v1/audit/checkpoints/latest",
+        ) from exc
+
+
+async def _tenant(sessions: Any, name_or_id: str) -> TenantId:
+    try:
+        return TenantId(uuid.UUID(name_or_id))
+    except ValueError:
+        pass
+    async with transaction(sessions) as session:
+        found = await TenantRepository(session).id_by_name(name_or_id)
+    if found is None:
+        raise StartupError(f"no tenant named {name_or_id!r}", "pass its name or id")
+    return found
+
+
+def verify_tenant(
+    settings: Settings, tenant: str, checkpoint_file: str | None, write_to: str | None
+) -> dict[str, Any]:
+    """Seal, verify and (optionally) write a fresh signed checkpoint to ``write_to``."""
+    given = _checkpoint(checkpoint_file)
+
+    async def run() -> dict[str, Any]:
+        engine = create_engine(settings)
+        sessions = create_session_factory(engine)
+        try:
+            tenant_id = await _tenant(sessions, tenant)
+            await seal_all(sessions, tenant_id, settings.audit.seal_batch)
+            async with tenant_transaction(sessions, tenant_id) as session:
+                report = await AuditService(session, tenant_id).verify(given)
+            result: dict[str, Any] = {"tenant_id": str(tenant_id), **msgspec.to_builtins(report)}
+            if report.ok and write_to is not None:
+                async with tenant_transaction(sessions, tenant_id) as session:
+                    made = await write_checkpoint(session, tenant_id)
+                await asyncio.to_thread(Path(write_to).write_bytes, msgspec.json.encode(made))
+                result["checkpoint_written"] = write_to
+            return result
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(run())
