@@ -59,6 +59,8 @@ class Tenant(Base):
     # Whether knowledge-base documents pass the privacy filter when they are indexed.
     privacy_filter_documents: Mapped[bool] = mapped_column(Boolean, server_default=false())
     created_at: Mapped[datetime] = _created()
+    # Set by the operator (`tether tenant disable`): its keys are refused with a 403.
+    disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class ApiKey(TenantOwned, Base):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support import stored_file
 from tests.unit.test_knowledge_pdfs import build_pdf
 
 pytestmark = pytest.mark.integration
@@ -214,17 +215,16 @@ async def test_other_files_are_refused_with_a_problem(
 
 
 async def test_deleting_a_base_removes_its_documents_and_files(
-    client, make_tenant, settings
+    client, make_tenant, resources
 ) -> None:
     tenant = await make_tenant()
     created = await base(client, tenant.admin)
     document = (await upload(client, created["id"], tenant.admin, "a.txt", b"keep me")).json()
-    stored = settings.data_dir / "knowledge" / tenant.id / created["id"] / document["id"]
-    assert stored.read_bytes() == b"keep me"
+    assert await stored_file(resources, tenant.id, document["id"]) == b"keep me"
     assert (
         await client.delete(f"{BASES}/{created['id']}", headers=tenant.admin)
     ).status_code == 204
-    assert not stored.exists()
+    assert await stored_file(resources, tenant.id, document["id"]) == b""
     gone = await client.get(
         f"{BASES}/{created['id']}/documents/{document['id']}", headers=tenant.admin
     )
