@@ -24,8 +24,8 @@ from tenancy.access.key_usage import KeyUsage
 from tenancy.access.principal import Principal
 from tenancy.access.repositories import KeyLookupRepository, SigningRepository
 from tenancy.access.tokens import Shape, digest, shape, signature_valid
-from tenancy.ids import ApiKeyId
 from tenancy.errors import TenantDisabled
+from tenancy.ids import ApiKeyId
 from tether.core.errors import Unauthenticated
 from tether.core.ids import TenantId
 from tether.core.instruments import AUTH_FAILURES

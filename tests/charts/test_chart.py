@@ -272,7 +272,7 @@ def test_connection_urls_come_only_from_secret_key_refs(manifests: list[Manifest
 
 def test_provider_keys_are_secret_refs_too(renders: dict[str, list[Manifest]]) -> None:
     api_env = _env(_container(renders["eu-west"], "Deployment", "api"))
-    providers = [e for name, e in api_env.items() if name.startswith("TETHER_PROVIDERS__")]
+    providers = [e for name, e in api_env.items() if name.endswith("__API_KEY")]
     assert providers
     assert all("value" not in e and "secretKeyRef" in e["valueFrom"] for e in providers)
 

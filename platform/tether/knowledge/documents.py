@@ -26,13 +26,13 @@ from tether.core.tasks import QueueUnavailable, TaskQueue
 from tether.core.tenant_sessions import tenant_transaction
 from tether.core.unit_of_work import on_commit
 from tether.knowledge import schemas as s
-from tether.knowledge.files import FileRepository
 from tether.knowledge.errors import (
     DocumentNotFound,
     DocumentTooLarge,
     EmptyDocument,
     TooManyPages,
 )
+from tether.knowledge.files import FileRepository
 from tether.knowledge.models import KnowledgeDocument
 from tether.knowledge.parsing import MEDIA_TYPES, Kind, count_pdf_pages, decode_text, detect
 from tether.knowledge.repositories import (

@@ -19,7 +19,6 @@ from tenancy.enums import Role
 from tenancy.graph.services import GraphService
 from tether.core.errors import Forbidden
 from tether.core.pagination import decode_cursor, next_cursor
-from tether.core.unit_of_work import on_commit
 from tether.knowledge import schemas as s
 from tether.knowledge.errors import (
     InvalidKnowledgeBase,
@@ -28,7 +27,7 @@ from tether.knowledge.errors import (
 )
 from tether.knowledge.models import KnowledgeBase
 from tether.knowledge.reach import reachable_bases
-from tether.knowledge.repositories import DocumentRepository, KnowledgeBaseRepository
+from tether.knowledge.repositories import KnowledgeBaseRepository
 
 
 def read_base(base: KnowledgeBase) -> s.KnowledgeBaseRead:

@@ -100,9 +100,12 @@ def llm(settings: Settings) -> str:
             "check TETHER_LLM__BASE_URL and that it is reachable from this host",
         ) from exc
     if response.status_code in (401, 403):
-        raise StartupError(f"the LLM endpoint refused the key ({response.status_code})",
-                           "check TETHER_LLM__API_KEY")
+        raise StartupError(
+            f"the LLM endpoint refused the key ({response.status_code})",
+            "check TETHER_LLM__API_KEY",
+        )
     if response.status_code >= 500:
-        raise StartupError(f"the LLM endpoint answered {response.status_code}",
-                           "check the provider's status")
+        raise StartupError(
+            f"the LLM endpoint answered {response.status_code}", "check the provider's status"
+        )
     return f"{llm.model or 'default model'} at {llm.base_url}: answers"
