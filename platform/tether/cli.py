@@ -20,6 +20,18 @@ def _cmd_serve(settings: Settings, _: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_api(settings: Settings, _: argparse.Namespace) -> int:
+    from tether.runtime.api_server import serve_api
+
+    if settings.is_embedded:
+        raise StartupError(
+            "`tether api` needs TETHER_DATABASE_URL and TETHER_REDIS_URL",
+            "set both, or use `tether serve`, which starts embedded ones",
+        )
+    serve_api(settings)
+    return 0
+
+
 def _cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
     from tether.runtime.serve import worker_command
 
@@ -214,6 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="run the API and a worker (starts embedded Postgres/Redis when no URLs are set)",
     ).set_defaults(handler=_cmd_serve)
+    sub.add_parser(
+        "api",
+        help="serve the API alone against external Postgres/Redis (health, readiness and "
+        "metrics on TETHER_API__OPS_PORT when set): the chart's API container",
+    ).set_defaults(handler=_cmd_api)
     worker = sub.add_parser("worker", help="run a Celery worker against external Postgres/Redis")
     worker.add_argument("--beat", action="store_true", help="also run the periodic scheduler")
     worker.set_defaults(handler=_cmd_worker)

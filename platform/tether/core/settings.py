@@ -25,6 +25,9 @@ class ApiSettings(BaseModel):
     """HTTP limits and behaviour."""
 
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    # A second port for /health, /ready and /metrics alone (`tether api` listens on it;
+    # the API is then not served there, nor they on the public port). Unset: one port.
+    ops_port: int | None = Field(default=None, ge=1, le=65535)
 
 
 class DatabaseSettings(BaseModel):
