@@ -32,8 +32,8 @@ from tether.api.body import TetherRequest
 from tether.api.early_refusals import early_refusals
 from tether.api.metrics import http_tracing, route_telemetry
 from tether.api.openapi import assets_router, openapi_config
-from tether.api.problems import EXCEPTION_HANDLERS
 from tether.api.ops_port import split_ops_port
+from tether.api.problems import EXCEPTION_HANDLERS
 from tether.api.request_id import request_id_middleware
 from tether.console.router import console_router, template_config
 from tether.core.deps import provide_redis, provide_resources, provide_session, provide_settings

@@ -82,3 +82,30 @@ def test_the_service_monitor_scrapes_the_internal_service() -> None:
     (internal,) = [s for s in _kind(manifests, "Service") if s["spec"]["ports"][0]["name"] == "ops"]
     assert selected.items() <= internal["metadata"]["labels"].items()
     assert monitor["metadata"]["labels"]["r"] == "p"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {
+            "region": "eu-west",
+            "otel": {"enabled": True, "endpoint": "http://otel.cn-north.ex:4318"},
+        },
+        {"region": "eu-west", "image": {"repository": "registry.cn-north.example.com/tether"}},
+        {"region": "cn-north", "ingress": {"enabled": True, "hosts": [{"host": "t.eu-west.ex"}]}},
+        {
+            "region": "cn-north",
+            "config": {"extraEnv": {"TETHER_LLM__BASE_URL": "https://llm.eu-west.example.com/v1"}},
+        },
+        {"region": "eu-west", "secrets": {"database": {"existingSecret": "tether-cn-north-pg"}}},
+        {"region": "EU_West"},
+        {"region": "eu-west", "config": {"maxUploadMegabytes": 0}},
+    ],
+)
+def test_the_values_schema_refuses_another_regions_endpoints_and_bad_values(
+    values: dict[str, Any],
+) -> None:
+    """Data residency (issue 37): a region's release cannot name another region's
+    collector, registry, host, provider or Secret."""
+    with pytest.raises(helm.HelmValuesError, match="schema"):
+        _render(values)

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import json
 
-from litestar.types import ASGIApp, Receive, Scope, Send
+from litestar.enums import ScopeType
+from litestar.types import (
+    ASGIApp,
+    HTTPResponseBodyEvent,
+    HTTPResponseStartEvent,
+    Receive,
+    Scope,
+    Send,
+)
 
 from tether.api.problems import PROBLEM_MEDIA_TYPE
 
@@ -23,16 +31,24 @@ async def _not_found(send: Send) -> None:
     body = json.dumps(
         {"type": "about:blank", "title": "Not found", "status": 404, "code": "not_found"}
     ).encode()
-    headers = [(b"content-type", PROBLEM_MEDIA_TYPE.encode()), (b"content-length", b"%d" % len(body))]
-    await send({"type": "http.response.start", "status": 404, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    start: HTTPResponseStartEvent = {
+        "type": "http.response.start",
+        "status": 404,
+        "headers": [
+            (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+            (b"content-length", str(len(body)).encode()),
+        ],
+    }
+    await send(start)
+    end: HTTPResponseBodyEvent = {"type": "http.response.body", "body": body, "more_body": False}
+    await send(end)
 
 
 def split_ops_port(app: ASGIApp, ops_port: int) -> ASGIApp:
     """``app`` answering operations paths on ``ops_port`` only, and nothing else there."""
 
     async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == ScopeType.HTTP:
             on_ops = _port(scope) == ops_port
             if on_ops != (scope["path"] in OPS_PATHS):
                 await _not_found(send)
