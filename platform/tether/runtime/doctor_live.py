@@ -72,6 +72,9 @@ async def _embed(settings: Settings) -> str:
 
 
 def embedding(settings: Settings) -> str:
+    if settings.embedding.kind == "offline":
+        # Ships with the package; loading it here would only cost the seconds it takes.
+        return "offline multilingual model (no endpoint to check)"
     try:
         return asyncio.run(_embed(settings))
     except (ProviderError, TimeoutError) as exc:
