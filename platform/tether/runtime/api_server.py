@@ -9,6 +9,7 @@ import socket
 import uvicorn
 
 from tether.core.settings import Settings
+from tether.runtime.preflight import StartupError
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -28,6 +29,11 @@ def serve_api(settings: Settings) -> None:
         port=settings.port,
         log_level=settings.log_level.lower(),
     )
+    if settings.api.ops_port == settings.port:
+        raise StartupError(
+            f"TETHER_API__OPS_PORT and TETHER_PORT are both {settings.port}",
+            "give the operations port its own number (the chart uses 9000)",
+        )
     sockets = [_listen(settings.host, settings.port)]
     if settings.api.ops_port is not None:
         sockets.append(_listen(settings.host, settings.api.ops_port))
