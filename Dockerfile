@@ -54,6 +54,8 @@ COPY alembic.ini pyproject.toml ./
 RUN python -m compileall -q platform tenancy workers migrations
 
 USER 10001:10001
-EXPOSE 8000
+EXPOSE 8000 9000
 
-CMD ["python", "-m", "uvicorn", "--factory", "tether.asgi:create", "--host", "0.0.0.0", "--port", "8000"]
+# The API on TETHER_PORT; /health, /ready and /metrics on TETHER_API__OPS_PORT (decision 0061).
+ENV TETHER_HOST=0.0.0.0 TETHER_PORT=8000 TETHER_API__OPS_PORT=9000
+CMD ["tether", "api"]

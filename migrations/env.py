@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from alembic import context
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
@@ -24,6 +25,12 @@ def _database_url() -> str:
     return Settings().require_owner_url()
 
 
+# A session-level advisory lock: one migrator at a time (the chart's hook Job, a retry of
+# it, an operator's `tether migrate` during an upgrade). The next one waits, then finds
+# the schema at head. Session-level, so commits inside a migration keep it.
+MIGRATION_LOCK = 0x7465746865720001
+
+
 def _run(connection: Connection) -> None:
     context.configure(
         connection=connection,
@@ -31,8 +38,14 @@ def _run(connection: Connection) -> None:
         compare_type=True,
         include_object=include_object,
     )
-    with context.begin_transaction():
-        context.run_migrations()
+    connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
+    connection.commit()  # Alembic then opens its own transaction
+    try:
+        with context.begin_transaction():
+            context.run_migrations()
+    finally:
+        connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK})
+        connection.commit()
 
 
 async def _run_online() -> None:

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from tether.core.errors import Conflict, InvalidInput, NotFound, ServiceUnavailable
+from tether.core.errors import Conflict, Forbidden, InvalidInput, NotFound, ServiceUnavailable
 
 
 class TenantNameTaken(Conflict):
     code = "tenant_name_taken"
     title = "A tenant with that name exists"
+
+
+class TenantNotFound(NotFound):
+    code = "tenant_not_found"
+    title = "Tenant not found"
+
+
+class TenantDisabled(Forbidden):
+    """The operator disabled the key's tenant (``tether tenant disable``)."""
+
+    code = "tenant_disabled"
+    title = "This tenant is disabled"
 
 
 class ApiKeyNotFound(NotFound):

@@ -65,6 +65,8 @@ class Tenant(Base):
     session_knowledge_enabled: Mapped[bool] = mapped_column(Boolean, server_default=false())
     keep_turns_without_memory: Mapped[bool] = mapped_column(Boolean, server_default=true())
     created_at: Mapped[datetime] = _created()
+    # Set by the operator (`tether tenant disable`): its keys are refused with a 403.
+    disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class ApiKey(TenantOwned, Base):

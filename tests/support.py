@@ -209,3 +209,17 @@ def load_migration(file_name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+async def stored_file(resources: Resources, tenant_id: str, document_id: str) -> bytes:
+    """The bytes Postgres holds for a knowledge document (empty: none), read as its tenant."""
+    import uuid
+
+    from tether.core.ids import TenantId
+    from tether.core.tenant_sessions import tenant_transaction
+    from tether.knowledge.files import FileRepository
+
+    tenant = TenantId(uuid.UUID(tenant_id))
+    async with tenant_transaction(resources.sessions, tenant) as session:
+        files = FileRepository(session, tenant)
+        return b"".join([piece async for piece in files.stream(uuid.UUID(document_id))])

@@ -24,6 +24,8 @@ from sqlalchemy.dialects import postgresql
 
 revision = "0020"
 down_revision = "0019"
+# Only adds: the previous release runs on this schema (decision 0062).
+phase = "expand"
 branch_labels = None
 depends_on = None
 

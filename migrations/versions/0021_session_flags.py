@@ -17,6 +17,8 @@ from alembic import op
 
 revision = "0021"
 down_revision = "0020"
+# Only adds: the previous release runs on this schema (decision 0062).
+phase = "expand"
 
 
 def upgrade() -> None:

@@ -21,6 +21,8 @@ from sqlalchemy.dialects import postgresql
 
 revision = "0022"
 down_revision = "0021"
+# Only adds: the previous release runs on this schema (decision 0062).
+phase = "expand"
 branch_labels = None
 depends_on = None
 

@@ -34,6 +34,7 @@ from tether.api.body import TetherRequest
 from tether.api.early_refusals import early_refusals
 from tether.api.metrics import http_tracing, route_telemetry
 from tether.api.openapi import assets_router, openapi_config
+from tether.api.ops_port import split_ops_port
 from tether.api.problems import EXCEPTION_HANDLERS
 from tether.api.request_id import request_id_middleware
 from tether.console.router import console_router, template_config
@@ -144,8 +145,11 @@ def create_app(settings: Settings) -> Litestar:
 
 
 def create_asgi(settings: Settings) -> ASGIApp:
-    """The app as the server runs it: inside the outer middleware."""
-    return with_outer_middleware(create_app(settings))
+    """The app as the server runs it: inside the outer middleware (and split over the
+    operations port when one is set)."""
+    app = with_outer_middleware(create_app(settings))
+    ops_port = settings.api.ops_port
+    return app if ops_port is None else split_ops_port(app, ops_port)
 
 
 def with_outer_middleware(app: Litestar) -> ASGIApp:

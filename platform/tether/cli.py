@@ -21,6 +21,18 @@ def _cmd_serve(settings: Settings, _: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_api(settings: Settings, _: argparse.Namespace) -> int:
+    from tether.runtime.api_server import serve_api
+
+    if settings.is_embedded:
+        raise StartupError(
+            "`tether api` needs TETHER_DATABASE_URL and TETHER_REDIS_URL",
+            "set both, or use `tether serve`, which starts embedded ones",
+        )
+    serve_api(settings)
+    return 0
+
+
 def _cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
     from tether.runtime.serve import worker_command
 
@@ -37,6 +49,10 @@ def _cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
     from tether.core import migrations
     from tether.runtime.services import backing_services
 
+    if args.check:
+        return _migrate_check(settings)
+    if args.action is None:
+        raise StartupError("`tether migrate` needs an action", "say upgrade, downgrade, current")
     with backing_services(settings, need_redis=False) as live:
         url = live.require_owner_url()
         if args.action == "upgrade":
@@ -45,6 +61,24 @@ def _cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
             migrations.downgrade(url, args.revision or "-1")
         print(json.dumps({"current": migrations.current(url), "head": migrations.head_revision()}))  # noqa: T201
     return 0
+
+
+def _migrate_check(settings: Settings) -> int:
+    from dataclasses import asdict
+
+    from alembic.script import ScriptDirectory
+
+    from tether.core import migrations
+    from tether.core.migration_policy import check
+    from tether.runtime.services import backing_services
+
+    with backing_services(settings, need_redis=False) as live:
+        url = live.require_database_url()
+        scripts = ScriptDirectory.from_config(migrations.alembic_config(url))
+        report = check(scripts, migrations.current(url))
+    shown = asdict(report) | {"ok": report.ok}
+    print(json.dumps(shown, indent=2))  # noqa: T201
+    return 0 if report.ok else 3
 
 
 def _cmd_tenant_create(settings: Settings, args: argparse.Namespace) -> int:
@@ -84,6 +118,34 @@ def _cmd_tenant_limits(settings: Settings, args: argparse.Namespace) -> int:
 
     with backing_services(settings, need_redis=False) as live:
         print(json.dumps(show_or_allow(live, args.name, args.allow), indent=2))  # noqa: T201
+    return 0
+
+
+def _cmd_tenant_list(settings: Settings, _: argparse.Namespace) -> int:
+    from tether.runtime.services import backing_services
+    from tether.runtime.tenant_admin import list_tenants
+
+    with backing_services(settings, need_redis=False) as live:
+        print(json.dumps(list_tenants(live), indent=2))  # noqa: T201
+    return 0
+
+
+def _cmd_tenant_disable(settings: Settings, args: argparse.Namespace) -> int:
+    from tether.runtime.services import backing_services
+    from tether.runtime.tenant_admin import set_disabled
+
+    with backing_services(settings, need_redis=False) as live:
+        disabled = args.tenant_command == "disable"
+        print(json.dumps(set_disabled(live, args.name, disabled), indent=2))  # noqa: T201
+    return 0
+
+
+def _cmd_tenant_admin_key(settings: Settings, args: argparse.Namespace) -> int:
+    from tether.runtime.services import backing_services
+    from tether.runtime.tenant_admin import issue_admin_key
+
+    with backing_services(settings, need_redis=False) as live:
+        print(json.dumps(issue_admin_key(live, args.name), indent=2))  # noqa: T201
     return 0
 
 
@@ -196,11 +258,22 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="run the API and a worker (starts embedded Postgres/Redis when no URLs are set)",
     ).set_defaults(handler=_cmd_serve)
+    sub.add_parser(
+        "api",
+        help="serve the API alone against external Postgres/Redis (health, readiness and "
+        "metrics on TETHER_API__OPS_PORT when set): the chart's API container",
+    ).set_defaults(handler=_cmd_api)
     worker = sub.add_parser("worker", help="run a Celery worker against external Postgres/Redis")
     worker.add_argument("--beat", action="store_true", help="also run the periodic scheduler")
     worker.set_defaults(handler=_cmd_worker)
     mig = sub.add_parser("migrate", help="apply or inspect database migrations")
-    mig.add_argument("action", choices=["upgrade", "downgrade", "current"])
+    mig.add_argument("action", nargs="?", choices=["upgrade", "downgrade", "current"])
+    mig.add_argument(
+        "--check",
+        action="store_true",
+        help="report pending migrations and those unsafe while the running release still "
+        "serves (decision 0062) as JSON; exit 3 when one is unsafe",
+    )
     mig.add_argument("revision", nargs="?", help="target (default: head / one step down)")
     mig.set_defaults(handler=_cmd_migrate)
     tenant = sub.add_parser("tenant", help="manage tenants")
@@ -225,6 +298,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="e.g. turns_per_day=20000000 (repeatable; names as in GET /v1/tenant/limits)",
     )
     limits.set_defaults(handler=_cmd_tenant_limits)
+    tenant_sub.add_parser("list", help="every tenant as JSON").set_defaults(
+        handler=_cmd_tenant_list
+    )
+    for action, what in (
+        ("disable", "refuse every key of the tenant (403 tenant_disabled); audited"),
+        ("enable", "let a disabled tenant's keys in again; audited"),
+    ):
+        toggle = tenant_sub.add_parser(action, help=what)
+        toggle.add_argument("name")
+        toggle.set_defaults(handler=_cmd_tenant_disable)
+    admin_key = tenant_sub.add_parser(
+        "admin-key", help="issue a new admin key for the tenant (shown once); audited"
+    )
+    admin_key.add_argument("name")
+    admin_key.set_defaults(handler=_cmd_tenant_admin_key)
     reindex = sub.add_parser(
         "reindex",
         help="recompute memory tokens and vectors with the configured embedding model "

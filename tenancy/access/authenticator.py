@@ -24,6 +24,7 @@ from tenancy.access.key_usage import KeyUsage
 from tenancy.access.principal import Principal
 from tenancy.access.repositories import KeyLookupRepository, SigningRepository
 from tenancy.access.tokens import Shape, digest, shape, signature_valid
+from tenancy.errors import TenantDisabled
 from tenancy.ids import ApiKeyId
 from tether.core.errors import Unauthenticated
 from tether.core.ids import TenantId
@@ -152,6 +153,9 @@ class Authenticator:
         if found is None:
             return None
         key, tenant = found
+        if tenant.disabled_at is not None:
+            # Not cached: enabling the tenant again lets its keys in on the next request.
+            raise TenantDisabled("the operator disabled this tenant; ask them to enable it")
         principal = Principal(
             key_id=ApiKeyId(key.id),
             tenant_id=TenantId(key.tenant_id),

@@ -51,6 +51,14 @@ class TenantRepository:
     async def get(self, tenant_id: TenantId) -> Tenant | None:
         return await self._session.get(Tenant, tenant_id)
 
+    async def set_disabled(self, tenant: Tenant, disabled: bool) -> bool:
+        """Whether anything changed."""
+        if (tenant.disabled_at is not None) == disabled:
+            return False
+        tenant.disabled_at = datetime.now(UTC) if disabled else None
+        await self._session.flush()
+        return True
+
     async def id_by_name(self, name: str) -> TenantId | None:
         """The id of the tenant named ``name``, whatever the session is bound to: a system
         function of migration 0018, for the operator's CLI."""

@@ -18,9 +18,14 @@ from tenancy.access.schemas import (
 from tenancy.access.tokens import digest, display_prefix, generate_token
 from tenancy.audit.log import SYSTEM, Actor, AuditLog
 from tenancy.enums import Role
-from tenancy.errors import ApiKeyAlreadyRotated, ApiKeyNotFound, ApiKeySubjectRefused
+from tenancy.errors import (
+    ApiKeyAlreadyRotated,
+    ApiKeyNotFound,
+    ApiKeySubjectRefused,
+    TenantNotFound,
+)
 from tenancy.ids import ApiKeyId
-from tenancy.models import ApiKey
+from tenancy.models import ApiKey, Tenant
 from tether.core.errors import InvalidInput
 from tether.core.ids import TenantId
 from tether.core.pagination import decode_cursor, next_cursor
@@ -171,7 +176,8 @@ class ApiKeyService:
 
 
 class TenantService:
-    """Creates tenants together with their first admin key (CLI only)."""
+    """The operator's side of tenants (CLI only): create them with their first admin
+    key, disable and enable them, issue a new admin key. Every change is audited."""
 
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
@@ -192,4 +198,21 @@ class TenantService:
             region=tenant.region,
             admin_key_id=created.key.id,
             admin_token=created.token,
+        )
+
+    async def set_disabled(self, tenant_id: TenantId, disabled: bool, actor: Actor) -> Tenant:
+        """Disable (its keys get 403 ``tenant_disabled``) or enable the tenant the
+        session is bound to; audited when it changes."""
+        tenant = await self._tenants.get(tenant_id)
+        if tenant is None:
+            raise TenantNotFound(f"no tenant {tenant_id}")
+        if await self._tenants.set_disabled(tenant, disabled):
+            action = "tenant.disable" if disabled else "tenant.enable"
+            await AuditLog(self._session).record(tenant_id, actor, action, "tenant")
+        return tenant
+
+    async def issue_admin_key(self, tenant_id: TenantId, actor: Actor) -> ApiKeyCreated:
+        """A new admin key (say, the last one was lost); audited as ``key.issue``."""
+        return await ApiKeyService(self._session, tenant_id, actor).issue(
+            ApiKeyCreate(role=Role.ADMIN, name="admin key issued by the operator")
         )

@@ -22,8 +22,8 @@ CHART = REPO / "charts" / "tether"
 KUBE_VERSION = "1.30.0"
 ALL_INTERFACES = "0.0.0.0"  # noqa: S104 - a container listens on its pod's address
 TMP = "/tmp"  # noqa: S108 - the pod's own emptyDir, not a shared host /tmp
-API_COMMAND = ["python", "-m", "uvicorn", "--factory", "tether.asgi:create"]
-API_COMMAND += ["--host", ALL_INTERFACES, "--port", "8000"]
+# One process, the public port and the operations port (decision 0061).
+API_COMMAND = ["tether", "api"]
 BEAT_COMMAND = ["python", "-m", "celery", "-A", "workers.app", "beat"]
 BEAT_COMMAND += ["--schedule", f"{TMP}/celerybeat-schedule"]
 SECRET_URLS = {"TETHER_DATABASE_URL", "TETHER_REDIS_URL"}
@@ -155,7 +155,7 @@ def test_renders_the_workloads_and_their_companions(manifests: list[Manifest]) -
     assert kinds.count("Deployment") == 3 + len(_pools(manifests))
     assert kinds.count("Job") == 1
     assert kinds.count("ConfigMap") == 2
-    assert kinds.count("Service") == 1
+    assert kinds.count("Service") == 2  # the API's, and the internal one of its ops port
     assert kinds.count("PodDisruptionBudget") == 2 + len(_pools(manifests))
     deployments = _of_kind(manifests, "Deployment")
     components = {m["metadata"]["labels"]["app.kubernetes.io/component"] for m in deployments}
@@ -272,7 +272,7 @@ def test_connection_urls_come_only_from_secret_key_refs(manifests: list[Manifest
 
 def test_provider_keys_are_secret_refs_too(renders: dict[str, list[Manifest]]) -> None:
     api_env = _env(_container(renders["eu-west"], "Deployment", "api"))
-    providers = [e for name, e in api_env.items() if name.startswith("TETHER_PROVIDERS__")]
+    providers = [e for name, e in api_env.items() if name.endswith("__API_KEY")]
     assert providers
     assert all("value" not in e and "secretKeyRef" in e["valueFrom"] for e in providers)
 
@@ -386,7 +386,8 @@ def test_api_probes_health_and_ready_on_its_port(manifests: list[Manifest]) -> N
     for probe, path in (("livenessProbe", "/health"), ("readinessProbe", "/ready")):
         http = api[probe]["httpGet"]
         assert http["path"] == path
-        assert ports.get(http["port"], http["port"]) == 8000
+        # On the ops port, which only the internal Service exposes (decision 0061).
+        assert ports.get(http["port"], http["port"]) == 9000
 
 
 def test_workloads_run_their_commands(manifests: list[Manifest]) -> None:
@@ -397,7 +398,8 @@ def test_workloads_run_their_commands(manifests: list[Manifest]) -> None:
         assert worker_env["TETHER_WORKER__QUEUES"]["value"] == ",".join(task_queues.ALL)
     assert _container(manifests, "Deployment", "beat")["command"] == BEAT_COMMAND
     assert _container(manifests, "Job", "migrate")["command"] == ["tether", "migrate", "upgrade"]
-    assert _settings(manifests)["TETHER_PORT"] == API_COMMAND[-1]
+    assert _settings(manifests)["TETHER_PORT"] == "8000"
+    assert _settings(manifests)["TETHER_API__OPS_PORT"] == "9000"
 
 
 def test_beat_is_a_recreated_singleton(manifests: list[Manifest]) -> None:

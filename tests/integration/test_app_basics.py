@@ -18,10 +18,16 @@ async def test_health_reports_every_component_with_latency(client: httpx.AsyncCl
     assert "pgvector 0.8" in body["components"]["pgvector"]["detail"]
 
 
-async def test_ready_is_503_without_a_worker(client: httpx.AsyncClient) -> None:
+async def test_ready_does_not_wait_for_a_worker_health_reports_it(
+    client: httpx.AsyncClient,
+) -> None:
+    """A worker outage must not take every API pod out of its Service (issue 37)."""
     response = await client.get("/ready")
-    assert response.status_code == 503
+    assert response.status_code == 200, response.text
     assert response.json()["components"]["worker"]["status"] == "down"
+    health = (await client.get("/health")).json()
+    assert health["status"] == "degraded"
+    assert "tether worker" in health["components"]["worker"]["detail"]
 
 
 async def test_unknown_route_is_a_problem_with_request_id(client: httpx.AsyncClient) -> None:

@@ -6,8 +6,11 @@ import subprocess
 import sys
 
 import pytest
+from redis import Redis as SyncRedis
 
+from tether.core import task_queues
 from tether.core.settings import Settings
+from tether.health.heartbeat import queue_key
 
 pytestmark = pytest.mark.integration
 
@@ -53,11 +56,36 @@ def test_duplicate_tenant_name_is_a_clear_error(settings: Settings) -> None:
     assert "already exists" in result.stderr
 
 
-def test_doctor_reports_ok_against_live_services(settings: Settings) -> None:
+def test_doctor_says_what_to_do_without_workers_or_with_a_dead_provider(
+    settings: Settings,
+) -> None:
+    # Before any worker of this module starts (celery_worker comes in the next test).
+    redis = SyncRedis.from_url(settings.require_redis_url())
+    redis.delete(*(queue_key(q) for q in task_queues.ALL))
+    env = _env(settings) | {
+        "TETHER_EMBEDDING__KIND": "openai",
+        "TETHER_EMBEDDING__BASE_URL": "http://127.0.0.1:1/v1",
+        "TETHER_EMBEDDING__MODEL": "m",
+        "TETHER_EMBEDDING__DIMENSION": "8",
+        "TETHER_LLM__ENABLED": "true",
+        "TETHER_LLM__BASE_URL": "http://127.0.0.1:1/v1",
+    }
+    result = _tether("doctor", env=env)
+    assert result.returncode == 1
+    for check in ("workers", "embedding", "llm"):
+        assert f"FAIL {check}" in result.stdout, result.stdout
+    assert "start `tether worker`" in result.stdout
+    assert "TETHER_EMBEDDING__BASE_URL" in result.stdout
+    assert "TETHER_LLM__BASE_URL" in result.stdout
+
+
+def test_doctor_reports_ok_against_live_services(settings: Settings, celery_worker) -> None:
     result = _tether("doctor", env=_env(settings))
     assert result.returncode == 0, result.stdout
     assert "pgvector" in result.stdout
     assert "as tether_app, which owns nothing" in result.stdout
+    for check in ("migrations", "workers", "embedding", "llm"):
+        assert f"ok   {check}" in result.stdout, result.stdout
 
 
 def test_doctor_fails_a_service_that_would_run_past_row_security(settings: Settings) -> None:

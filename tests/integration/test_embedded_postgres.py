@@ -220,9 +220,9 @@ def test_the_embedded_runtime_sizes_the_pool_from_its_settings(data_dir: Path) -
 
 @pytest.mark.parametrize(
     ("memory_mb", "expected_mb"),
-    [(None, 128), (256, 128), (2048, 512), (24_000, 6000), (100_000, 8192)],
+    [(None, 128), (256, 128), (4096, 256), (8192, 512), (16_384, 1024), (100_000, 1024)],
 )
-def test_the_default_pool_is_a_quarter_of_the_memory_within_bounds(
+def test_the_default_pool_is_a_sixteenth_of_the_memory_capped_for_a_laptop(
     monkeypatch: pytest.MonkeyPatch, memory_mb: int | None, expected_mb: int
 ) -> None:
     memory = None if memory_mb is None else memory_mb * 2**20

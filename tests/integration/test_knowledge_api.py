@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support import stored_file
 from tests.unit.test_knowledge_pdfs import build_pdf
 
 pytestmark = pytest.mark.integration
@@ -214,17 +215,16 @@ async def test_other_files_are_refused_with_a_problem(
 
 
 async def test_deleting_a_base_removes_its_documents_and_files(
-    client, make_tenant, settings
+    client, make_tenant, resources
 ) -> None:
     tenant = await make_tenant()
     created = await base(client, tenant.admin)
     document = (await upload(client, created["id"], tenant.admin, "a.txt", b"keep me")).json()
-    stored = settings.data_dir / "knowledge" / tenant.id / created["id"] / document["id"]
-    assert stored.read_bytes() == b"keep me"
+    assert await stored_file(resources, tenant.id, document["id"]) == b"keep me"
     assert (
         await client.delete(f"{BASES}/{created['id']}", headers=tenant.admin)
     ).status_code == 204
-    assert not stored.exists()
+    assert await stored_file(resources, tenant.id, document["id"]) == b""
     gone = await client.get(
         f"{BASES}/{created['id']}/documents/{document['id']}", headers=tenant.admin
     )
@@ -241,3 +241,40 @@ async def test_an_upload_without_a_file_part_is_a_problem(client, make_tenant) -
     as_json = await client.post(path, json={"file": "a.txt"}, headers=tenant.admin)
     assert as_json.status_code == 400
     assert as_json.headers["content-type"].startswith("application/problem+json")
+
+
+@pytest.mark.parametrize("lost", ["every slice", "the last slice"])
+async def test_a_document_whose_stored_file_is_gone_or_short_fails_with_a_reason(
+    client, make_tenant, resources, lost: str
+) -> None:
+    """A worker that cannot read the file marks the document failed, never waits."""
+    import uuid
+
+    from sqlalchemy import delete
+
+    from tether.core.ids import TenantId
+    from tether.core.tenant_sessions import tenant_transaction
+    from tether.knowledge.files import SLICE_BYTES
+    from tether.knowledge.indexing import DocumentIndexer
+    from tether.knowledge.models import KnowledgeFileChunk
+    from tether.providers.offline import OfflineEmbeddingProvider
+
+    tenant = await make_tenant()
+    created = await base(client, tenant.admin)
+    data = "会被删掉的文件\n".encode() + (b"the file that goes away. " * 12_000)[:SLICE_BYTES]
+    document = (await upload(client, created["id"], tenant.admin, "gone.txt", data)).json()
+    assert await stored_file(resources, tenant.id, document["id"]) == data
+    tenant_id, document_id = TenantId(uuid.UUID(tenant.id)), uuid.UUID(document["id"])
+    statement = delete(KnowledgeFileChunk).where(KnowledgeFileChunk.document_id == document_id)
+    if lost == "the last slice":
+        statement = statement.where(KnowledgeFileChunk.seq == 1)
+    async with tenant_transaction(resources.sessions, tenant_id) as session:
+        await session.execute(statement)
+    indexer = DocumentIndexer(
+        resources.sessions, tenant_id, OfflineEmbeddingProvider(), resources.settings.knowledge
+    )
+    assert (await indexer.run(document_id)).status == "failed"
+    path = f"{BASES}/{created['id']}/documents/{document['id']}"
+    read = (await client.get(path, headers=tenant.admin)).json()
+    assert read["status"] == "failed"
+    assert "upload it again" in read["error"]

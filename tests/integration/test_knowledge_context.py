@@ -19,7 +19,6 @@ from tether.knowledge.builtin import BuiltinRagEngine, knowledge_weights
 from tether.knowledge.errors import KnowledgeBaseNotFound
 from tether.knowledge.index_cache import KnowledgeIndexCache
 from tether.knowledge.retrieval import knowledge_for_context
-from tether.knowledge.storage import document_store
 from tether.providers.base import Vectors
 from tether.providers.offline import OfflineEmbeddingProvider
 from tether.recall.weights import rank_weights
@@ -50,7 +49,6 @@ def engine_for(resources, embedder=None, settings=None) -> BuiltinRagEngine:  # 
     return BuiltinRagEngine(
         resources.sessions,
         embedder or OfflineEmbeddingProvider(),
-        document_store(settings.data_dir),
         rank_weights(settings),
         settings,
     )

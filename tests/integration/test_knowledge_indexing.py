@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import start_worker, stop_worker
+from tests.support import stored_file
 from tests.unit.test_knowledge_pdfs import build_pdf, manual_pages
 from tether.providers.offline import load_model
 
@@ -32,9 +33,10 @@ Every month, boil a mixture of water and white vinegar, then rinse twice.
 
 
 @pytest.fixture(scope="module")
-def knowledge_worker(settings) -> Iterator[object]:  # type: ignore[no-untyped-def]
-    # The worker reads uploads from the same data dir the API wrote them to.
-    worker = start_worker(settings, {"TETHER_DATA_DIR": str(settings.data_dir)})
+def knowledge_worker(settings, tmp_path_factory) -> Iterator[object]:  # type: ignore[no-untyped-def]
+    # A data dir of its own, as a worker pod has: uploads reach it through Postgres.
+    own = tmp_path_factory.mktemp("worker-pod")
+    worker = start_worker(settings, {"TETHER_DATA_DIR": str(own)})
     yield worker
     stop_worker(worker)
 
@@ -142,7 +144,7 @@ async def test_unreadable_pdfs_fail_with_a_readable_error_and_the_worker_lives_o
     assert (await settled(client, base_id, fine["id"], admin.admin))["status"] == "ready"
 
 
-async def test_a_deleted_document_stops_answering_at_once(client, admin, settings) -> None:
+async def test_a_deleted_document_stops_answering_at_once(client, admin, resources) -> None:
     base_id = await new_base(client, admin.admin, "deletions")
     keep = await upload(client, base_id, admin.admin, "keep.txt", b"Descale the kettle monthly.")
     drop = await upload(client, base_id, admin.admin, "drop.txt", b"The lid opens with a button.")
@@ -157,7 +159,7 @@ async def test_a_deleted_document_stops_answering_at_once(client, admin, setting
     assert {r["source"]["filename"] for r in after["items"]} == {"keep.txt"}
     deleted = (await client.get(path, headers=admin.admin)).json()
     assert (deleted["status"], deleted["chunk_count"]) == ("deleted", 0)
-    assert not (settings.data_dir / "knowledge" / admin.id / base_id / drop["id"]).exists()
+    assert await stored_file(resources, admin.id, drop["id"]) == b""
     listed = (await client.get(f"{BASES}/{base_id}/documents", headers=admin.admin)).json()
     assert [d["id"] for d in listed["items"]] == [keep["id"]]
     assert (await client.delete(path, headers=admin.admin)).status_code == 204  # idempotent

@@ -57,6 +57,7 @@ POPULATED = {
     "knowledge_bases",
     "knowledge_documents",
     "knowledge_chunks",
+    "knowledge_file_chunks",
     "tenant_policies",
 }
 RELATIONS = """

@@ -15,7 +15,6 @@ from tether.knowledge.builtin import BuiltinRagEngine
 from tether.knowledge.documents import INDEX_TASK
 from tether.knowledge.indexing import DocumentIndexer
 from tether.knowledge.stalled import STALLED_TASK, sweep_stalled
-from tether.knowledge.storage import document_store
 from tether.recall.weights import rank_weights
 from workers.app import OUTAGE_RETRIES, app, settings_of
 from workers.runtime import run
@@ -34,7 +33,6 @@ def _engine(resources: Resources) -> BuiltinRagEngine:
     return BuiltinRagEngine(
         resources.sessions,
         services_for(resources).embedder,
-        document_store(settings.data_dir),
         rank_weights(settings),
         settings,
     )
@@ -51,7 +49,6 @@ def _indexer(resources: Resources, tenant_id: TenantId) -> DocumentIndexer:
         resources.sessions,
         tenant_id,
         services_for(resources).embedder,
-        document_store(settings.data_dir),
         settings.knowledge,
     )
 

@@ -98,8 +98,10 @@ Job's inline env (the hook runs before the ConfigMap exists).
   "TETHER_LOG_LEVEL" (.Values.config.logLevel | toString)
   "TETHER_HOST" "0.0.0.0"
   "TETHER_PORT" (.Values.config.port | toString)
+  "TETHER_API__OPS_PORT" (.Values.config.opsPort | toString)
   "TETHER_DATA_DIR" (.Values.config.dataDir | toString)
   "TETHER_DB__ROLE" (.Values.config.dbRole | toString)
+  "TETHER_KNOWLEDGE__MAX_UPLOAD_BYTES" (mul .Values.config.maxUploadMegabytes 1048576 | toString)
   "TETHER_CONSOLE__ENABLED" (.Values.config.console.enabled | toString)
   "TETHER_CONSOLE__SECURE_COOKIES" (.Values.config.console.secureCookies | toString)
   "TETHER_CONSOLE__SESSION_IDLE_MINUTES" (.Values.config.console.sessionIdleMinutes | toString)

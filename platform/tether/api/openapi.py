@@ -42,7 +42,10 @@ PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
 
 _STATUS_TEXT = {
     401: "The API key is missing, malformed, expired or revoked (`unauthenticated`).",
-    403: "The key's role may not do this (`forbidden`).",
+    403: (
+        "The key's role may not do this (`forbidden`), "
+        "or the operator disabled its tenant (`tenant_disabled`)."
+    ),
     404: "No such object, or one out of this key's reach: both answer 404 (`*_not_found`).",
     409: "It conflicts with what is stored (`conflict`, `external_id_taken`, …).",
     412: "The object changed since you read it (`precondition_failed`, `profile_changed`): "

@@ -25,6 +25,9 @@ class ApiSettings(BaseModel):
     """HTTP limits and behaviour."""
 
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    # A second port for /health, /ready and /metrics alone (`tether api` listens on it;
+    # the API is then not served there, nor they on the public port). Unset: one port.
+    ops_port: int | None = Field(default=None, ge=1, le=65535)
 
 
 class DatabaseSettings(BaseModel):
@@ -331,7 +334,7 @@ class Settings(BaseSettings):
     # (per client and process) instead of each waiting for its timeout; 0 turns it off.
     redis_stall_seconds: float = Field(default=2.0, ge=0)
     data_dir: Path = Path(".tether")
-    # The embedded Postgres's buffer pool; unset: a quarter of the memory, 128 MB to 8 GB
+    # The embedded Postgres's buffer pool; unset: a sixteenth of the memory, 128 MB to 1 GB
     # (tether.runtime.embedded_postgres.default_shared_buffers_mb). An external
     # Postgres is sized by its operator (docs/scaling.md).
     embedded_shared_buffers_mb: int | None = Field(default=None, ge=16, le=262_144)

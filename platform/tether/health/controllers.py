@@ -19,7 +19,7 @@ class HealthController(Controller):
 
     @get("/ready", operation_id="GetReadiness", exclude_from_auth=True)
     async def ready(self, health_service: NamedDependency[HealthService]) -> Response[HealthRead]:
-        """200 when Postgres, pgvector, migrations, Redis and a worker are all ok, else 503
-        (the hot tier's Redis may be down: recall then reads from Postgres)."""
+        """200 when Postgres, pgvector, migrations and Redis are ok, else 503. Workers and
+        the hot tier's Redis are reported in /health but do not decide readiness."""
         report = await health_service.check()
         return Response(report, status_code=200 if is_ready(report) else 503)

@@ -28,8 +28,11 @@ WORK_QUEUES = (task_queues.TURNS, task_queues.MEMORIES, task_queues.KNOWLEDGE)
 
 # Down, they degrade the answers but not readiness: the hot tier's Redis is a cache
 # (recall reads from Postgres without it), and taking every API pod out of rotation
-# because a cache is away would turn a slowdown into an outage.
-OPTIONAL_COMPONENTS = frozenset({"hot_redis"})
+# because a cache is away would turn a slowdown into an outage. The same for workers
+# (decision 0063): the API still accepts turns while they are away (the queue holds
+# them), and no API pod can bring a worker back; /health reports them, and the
+# operator alerts on its worker component instead (docs/deploy.md).
+OPTIONAL_COMPONENTS = frozenset({"hot_redis", "worker"})
 
 
 def is_ready(report: HealthRead) -> bool:

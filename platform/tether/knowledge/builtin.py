@@ -23,7 +23,6 @@ from tether.core.settings import Settings
 from tether.knowledge.engine import KNOWLEDGE_TIMEOUT, IngestReport, KnowledgeHit, KnowledgeResult
 from tether.knowledge.index_cache import ChunkRecord, KnowledgeIndexCache
 from tether.knowledge.indexing import DocumentIndexer
-from tether.knowledge.storage import DocumentStore
 from tether.providers.base import EmbeddingProvider, ProviderError
 from tether.recall.ranker import Explanation, rank
 from tether.recall.services import explanation
@@ -63,13 +62,11 @@ class BuiltinRagEngine:
         self,
         sessions: async_sessionmaker[AsyncSession],
         embedder: EmbeddingProvider,
-        store: DocumentStore,
         weights: RankWeights,
         settings: Settings,
     ) -> None:
         self._sessions = sessions
         self._embedder = embedder
-        self._store = store
         self._weights = knowledge_weights(weights)
         self._settings = settings
         self._cache = KnowledgeIndexCache(sessions, self._weights, embedder.name)
@@ -79,7 +76,7 @@ class BuiltinRagEngine:
 
     async def ingest(self, tenant_id: TenantId, document_id: uuid.UUID) -> IngestReport:
         indexer = DocumentIndexer(
-            self._sessions, tenant_id, self._embedder, self._store, self._settings.knowledge
+            self._sessions, tenant_id, self._embedder, self._settings.knowledge
         )
         return await indexer.run(document_id)
 

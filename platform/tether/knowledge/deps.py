@@ -12,7 +12,6 @@ from tether.knowledge.builtin import BuiltinRagEngine
 from tether.knowledge.documents import DocumentService
 from tether.knowledge.queries import KnowledgeQueryService
 from tether.knowledge.services import KnowledgeBaseService
-from tether.knowledge.storage import document_store
 from tether.providers.base import EmbeddingProvider
 from tether.recall.weights import rank_weights
 
@@ -30,7 +29,6 @@ def knowledge_engine(state: State) -> BuiltinRagEngine:
         engine = BuiltinRagEngine(
             resources.sessions,
             embedder,
-            document_store(settings.data_dir),
             rank_weights(settings),
             settings,
         )
@@ -43,7 +41,7 @@ def provide_knowledge_base_service(
     principal: NamedDependency[Principal],
     resources: NamedDependency[Resources],
 ) -> KnowledgeBaseService:
-    return KnowledgeBaseService(db_session, principal, document_store(resources.settings.data_dir))
+    return KnowledgeBaseService(db_session, principal)
 
 
 def provide_document_service(
@@ -58,7 +56,6 @@ def provide_document_service(
         db_session,
         principal,
         knowledge_base_service,
-        document_store(settings.data_dir),
         resources.tasks,
         settings.knowledge,
         resources.sessions,

@@ -32,6 +32,7 @@ from tether.knowledge.errors import (
     EmptyDocument,
     TooManyPages,
 )
+from tether.knowledge.files import FileRepository
 from tether.knowledge.models import KnowledgeDocument
 from tether.knowledge.parsing import MEDIA_TYPES, Kind, count_pdf_pages, decode_text, detect
 from tether.knowledge.repositories import (
@@ -41,7 +42,6 @@ from tether.knowledge.repositories import (
 )
 from tether.knowledge.schemas import DocumentStatus
 from tether.knowledge.services import KnowledgeBaseService
-from tether.knowledge.storage import DocumentStore, remove_quietly, storage_key
 from tether.knowledge.usage import stored_knowledge_bytes
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,6 @@ class DocumentService:
         session: AsyncSession,
         principal: Principal,
         bases: KnowledgeBaseService,
-        store: DocumentStore,
         tasks: TaskQueue,
         limits: KnowledgeSettings,
         sessions: async_sessionmaker[AsyncSession],
@@ -126,13 +125,13 @@ class DocumentService:
         self._sessions = sessions
         self._principal = principal
         self._bases = bases
-        self._store = store
         self._tasks = tasks
         self._limits = limits
         self._quotas = quotas
         self._documents = DocumentRepository(session, tenant)
         self._chunks = ChunkRepository(session, tenant)
         self._base_rows = KnowledgeBaseRepository(session, tenant)
+        self._files = FileRepository(session, tenant)
 
     async def upload(self, base_id: uuid.UUID, upload: UploadFile) -> tuple[s.DocumentRead, bool]:
         """Store the file and queue its indexing; the same bytes uploaded again answer
@@ -157,7 +156,6 @@ class DocumentService:
         self, base_id: uuid.UUID, filename: str, data: bytes, found: Inspected
     ) -> tuple[KnowledgeDocument, bool]:
         document_id = new_id()
-        key = storage_key(self._principal.tenant_id, base_id, document_id)
         try:
             async with self._session.begin_nested():
                 document = await self._documents.add(
@@ -169,7 +167,7 @@ class DocumentService:
                     size_bytes=len(data),
                     sha256=found.sha256,
                     page_count=found.page_count,
-                    storage_key=key,
+                    storage_key=f"postgres:{document_id}",
                     status=DocumentStatus.UPLOADED.value,
                     uploaded_by_key_id=self._principal.key_id,
                 )
@@ -178,9 +176,8 @@ class DocumentService:
             if raced is None:
                 raise
             return raced, False
-        # Stored before commit so the worker always finds it; a rolled-back request
-        # leaves an orphan file behind, never a document without its file.
-        await anyio.to_thread.run_sync(self._store.put, key, data)
+        # In the same transaction: the document and its bytes commit, or neither does.
+        await self._files.write(document.id, data)
         await self._session.refresh(document)
         self._index_after_commit(document.id, document.generation)
         return document, True
@@ -254,9 +251,8 @@ class DocumentService:
         await self._chunks.remove(document.id)
         if was_searchable:
             await self._base_rows.bump(base_id)
-        key = document.storage_key
         await self._audited("document.delete", base_id, document.id)
-        on_commit(self._session, lambda: remove_quietly(self._store, [key]))
+        await self._files.remove(document.id)
 
     async def _audited(
         self, action: str, base_id: uuid.UUID, document_id: uuid.UUID, **detail: object

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import anyio.to_thread
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -26,6 +25,7 @@ from tether.core.tenant_sessions import tenant_transaction
 from tether.knowledge.chunking import Passage, chunk_blocks
 from tether.knowledge.engine import IngestReport
 from tether.knowledge.errors import DocumentUnreadable
+from tether.knowledge.files import FileRepository
 from tether.knowledge.models import KnowledgeDocument
 from tether.knowledge.parsing import Block, Kind, read, with_text
 from tether.knowledge.repositories import (
@@ -34,7 +34,6 @@ from tether.knowledge.repositories import (
     KnowledgeBaseRepository,
 )
 from tether.knowledge.schemas import DocumentStatus
-from tether.knowledge.storage import DocumentStore
 from tether.privacy.tenant_filters import TenantFilters
 from tether.providers.base import EmbeddingProvider, ProviderError
 from tether.recall.text import tokenize
@@ -51,7 +50,7 @@ _READ_SHARE = 0.5
 class _Claim:
     generation: int
     kind: Kind
-    storage_key: str
+    size_bytes: int
 
 
 def passage_text(passage: Passage) -> str:
@@ -65,13 +64,11 @@ class DocumentIndexer:
         sessions: async_sessionmaker[AsyncSession],
         tenant_id: TenantId,
         embedder: EmbeddingProvider,
-        store: DocumentStore,
         limits: KnowledgeSettings,
     ) -> None:
         self._sessions = sessions
         self._tenant_id = tenant_id
         self._embedder = embedder
-        self._store = store
         self._limits = limits
         self._reported = 0.0
 
@@ -105,13 +102,10 @@ class DocumentIndexer:
             document.status = DocumentStatus.INDEXING.value
             document.progress = 0.0
             document.updated_at = datetime.now(UTC)
-            return _Claim(document.generation, Kind(document.kind), document.storage_key)
+            return _Claim(document.generation, Kind(document.kind), document.size_bytes)
 
     async def _read(self, document_id: uuid.UUID, claim: _Claim) -> list[Block]:
-        try:
-            data = await anyio.to_thread.run_sync(self._store.get, claim.storage_key)
-        except FileNotFoundError as exc:
-            raise DocumentUnreadable("the uploaded file is missing; upload it again") from exc
+        data = await self._file(document_id, claim.size_bytes)
         reading = read(claim.kind, data, self._limits.max_pdf_pages)
         blocks = []
         for number, block in enumerate(reading.blocks, start=1):
@@ -120,6 +114,22 @@ class DocumentIndexer:
                 document_id, claim.generation, _READ_SHARE * number / reading.pages
             )
         return with_text(claim.kind, blocks)
+
+    async def _file(self, document_id: uuid.UUID, size_bytes: int) -> bytes:
+        """The stored file, slice by slice (the parser needs it whole, and it is at most
+        ``max_upload_bytes``). A missing or short file fails the document with a reason
+        the uploader can act on; the statement timeout bounds every read."""
+        buffer = bytearray()
+        async with tenant_transaction(self._sessions, self._tenant_id) as session:
+            async for piece in FileRepository(session, self._tenant_id).stream(document_id):
+                buffer += piece
+        if not buffer:
+            raise DocumentUnreadable("the uploaded file is missing; upload it again")
+        if len(buffer) != size_bytes:
+            raise DocumentUnreadable(
+                f"the stored file has {len(buffer)} of its {size_bytes} bytes; upload it again"
+            )
+        return bytes(buffer)
 
     async def _masked(self, blocks: list[Block]) -> list[Block]:
         """The blocks through the tenant's privacy filter, where the tenant turned it on

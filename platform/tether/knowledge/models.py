@@ -21,6 +21,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     func,
@@ -145,3 +146,23 @@ class KnowledgeChunk(TenantOwned, Base):
     tokens: Mapped[list[str]] = mapped_column(ARRAY(Text))
     embedding: Mapped[Any | None] = mapped_column(Vector())
     embedding_model: Mapped[str | None] = mapped_column(String(64))
+
+
+class KnowledgeFileChunk(Base):
+    """A slice of an uploaded file's bytes (decision 0060): files live in Postgres, so
+    every API and worker pod reads the same ones and no pod keeps file state. A file is
+    its slices in ``seq`` order, each at most ``tether.knowledge.files.SLICE_BYTES``;
+    they go with their document (cascade) and are deleted with it."""
+
+    __tablename__ = "knowledge_file_chunks"
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE")
+    )
+    document_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True),
+        ForeignKey("knowledge_documents.id", ondelete="CASCADE"),
+        primary_key=True,
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)

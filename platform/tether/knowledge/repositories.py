@@ -128,14 +128,6 @@ class DocumentRepository(TenantScopedRepository[KnowledgeDocument]):
         )
         return (await self._session.execute(statement)).scalar_one_or_none()
 
-    async def storage_keys(self, base_id: uuid.UUID) -> list[str]:
-        statement = select(KnowledgeDocument.storage_key).where(
-            KnowledgeDocument.tenant_id == self._tenant_id,
-            KnowledgeDocument.knowledge_base_id == base_id,
-            KnowledgeDocument.deleted_at.is_(None),
-        )
-        return list((await self._session.execute(statement)).scalars())
-
     async def searchable(self, base_id: uuid.UUID) -> list[SearchableDocument]:
         """The base's documents whose chunks answer queries: indexed at least once and
         not deleted (a document being re-indexed keeps answering with its old chunks)."""

@@ -20,7 +20,6 @@ from tenancy.enums import Role
 from tenancy.graph.services import GraphService
 from tether.core.errors import Forbidden
 from tether.core.pagination import decode_cursor, next_cursor
-from tether.core.unit_of_work import on_commit
 from tether.knowledge import schemas as s
 from tether.knowledge.errors import (
     InvalidKnowledgeBase,
@@ -29,8 +28,7 @@ from tether.knowledge.errors import (
 )
 from tether.knowledge.models import KnowledgeBase
 from tether.knowledge.reach import reachable_bases
-from tether.knowledge.repositories import DocumentRepository, KnowledgeBaseRepository
-from tether.knowledge.storage import DocumentStore, remove_quietly
+from tether.knowledge.repositories import KnowledgeBaseRepository
 
 
 def read_base(base: KnowledgeBase) -> s.KnowledgeBaseRead:
@@ -46,10 +44,9 @@ def read_base(base: KnowledgeBase) -> s.KnowledgeBaseRead:
 
 
 class KnowledgeBaseService:
-    def __init__(self, session: AsyncSession, principal: Principal, store: DocumentStore) -> None:
+    def __init__(self, session: AsyncSession, principal: Principal) -> None:
         self._session = session
         self._principal = principal
-        self._store = store
         self._reach = Reach(principal)
         self._bases = KnowledgeBaseRepository(
             session, principal.tenant_id, reachable_bases(self._reach)
@@ -184,11 +181,8 @@ class KnowledgeBaseService:
         return read_base(base)
 
     async def delete(self, base_id: uuid.UUID) -> None:
-        """The base, its documents, chunks and stored files."""
+        """The base, its documents, chunks and stored files (those go by cascade, in
+        this transaction)."""
         base = await self.require(base_id, write=True)
-        keys = await DocumentRepository(self._session, self._principal.tenant_id).storage_keys(
-            base.id
-        )
-        await self.audited("knowledge_base.delete", base.id, documents=len(keys))
+        await self.audited("knowledge_base.delete", base.id)
         await self._bases.remove(base)
-        on_commit(self._session, lambda: remove_quietly(self._store, keys))

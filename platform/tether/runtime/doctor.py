@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from tether.core.database import async_url
 from tether.core.migrations import current_async, head_revision
 from tether.core.settings import Settings
+from tether.runtime import doctor_live as live
 from tether.runtime.preflight import StartupError, ensure_port_free, ensure_writable_dir
 
 
@@ -145,12 +146,17 @@ def run_checks(settings: Settings) -> list[Finding]:
         findings.append(
             _check("row_security", lambda: asyncio.run(_row_security(url, role)), _OWN_LOGIN)
         )
+        findings.append(_check("migrations", lambda: live.pending_migrations(url), ""))
     if settings.redis_url is None:
         findings.append(_check("embedded_redis", _redis_binary, "run `make install`"))
     else:
         findings.append(_redis_check("redis", settings.redis_url, "TETHER_REDIS_URL"))
+        redis_url = settings.redis_url
+        findings.append(_check("workers", lambda: live.workers(redis_url), ""))
     if settings.hot_redis_url is not None:
         findings.append(_redis_check("hot_redis", settings.hot_redis_url, "TETHER_HOT_REDIS_URL"))
+    findings.append(_check("embedding", lambda: live.embedding(settings), ""))
+    findings.append(_check("llm", lambda: live.llm(settings), ""))
     return findings
 
 

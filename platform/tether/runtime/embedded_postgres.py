@@ -20,7 +20,9 @@ log = logging.getLogger(__name__)
 
 DATABASE_NAME = "tether"
 _SAFE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-_MIN_BUFFERS_MB, _MAX_BUFFERS_MB = 128, 8192
+# A sixteenth of the memory, 128 MB to 1 GB (decision 0063): the embedded default runs
+# on laptops beside a browser and an IDE; a server sets the pool itself.
+_MIN_BUFFERS_MB, _MAX_BUFFERS_MB, _MEMORY_SHARE = 128, 1024, 16
 _CGROUP_LIMIT = Path("/sys/fs/cgroup/memory.max")
 # Loaded at start with the sized pool: its autoprewarm worker records which pages the
 # pool holds (every five minutes and at shutdown) and reads them back in the background
@@ -82,15 +84,15 @@ def _check_fits(megabytes: int) -> None:
 
 
 def default_shared_buffers_mb() -> int:
-    """A quarter of the memory this process may use, 128 MB to 8 GB: the buffer pool a
-    database server is usually given. Postgres's own default (128 MB) holds a few
-    thousand memories' pages: a cold read of a large relationship, whose rows are
-    scattered over the table, then copies thousands of pages from the OS cache
-    (docs/benchmarks.md#recall-layout)."""
+    """A sixteenth of the memory this process may use, 128 MB to 1 GB: enough that a cold
+    read of a large relationship is not all copies from the OS cache
+    (docs/benchmarks.md#recall-layout), small enough for a laptop that runs other
+    things. A dedicated machine sets ``TETHER_EMBEDDED_SHARED_BUFFERS_MB`` to about a
+    quarter of its memory (docs/deploy.md#sizing-the-embedded-postgres)."""
     memory = _memory_bytes()
     if memory is None:
         return _MIN_BUFFERS_MB
-    return max(_MIN_BUFFERS_MB, min(_MAX_BUFFERS_MB, memory // 4 // 2**20))
+    return max(_MIN_BUFFERS_MB, min(_MAX_BUFFERS_MB, memory // _MEMORY_SHARE // 2**20))
 
 
 class EmbeddedPostgres:

@@ -48,7 +48,8 @@ def worker_env(settings: Settings) -> dict[str, str]:
         env["TETHER_BROKER_URL"] = settings.broker_url
     if settings.db.role:
         env["TETHER_DB__ROLE"] = settings.db.role
-    # Knowledge-base uploads are written by the API and read by the worker.
+    # The same data dir (the embedding model cache and the like); uploads themselves are
+    # in Postgres (tether.knowledge.files).
     env["TETHER_DATA_DIR"] = str(settings.data_dir)
     if settings.audit.secret is not None:  # the worker seals with the same keys
         env["TETHER_AUDIT__SECRET"] = settings.audit.secret.get_secret_value()
