@@ -59,13 +59,19 @@ def formatted(path: Path, text: str) -> str:
         return text
     ruff = str(Path(sys.executable).parent / "ruff")
     for command in (["check", "--fix", "--select", "I,F401", "--quiet"], ["format"]):
-        text = subprocess.run(  # noqa: S603 - our own tool
+        done = subprocess.run(  # noqa: S603 - our own tool
             [ruff, *command, "--stdin-filename", str(path), "-"],
             input=text,
             capture_output=True,
             text=True,
             check=False,
-        ).stdout
+        )
+        # ruff prints nothing on stdout for code it cannot parse: never write that out.
+        if done.returncode != 0 or not done.stdout.strip():
+            raise SystemExit(
+                f"generated {path.name} does not pass ruff {command[0]}:\n{done.stderr}"
+            )
+        text = done.stdout
     return text
 
 

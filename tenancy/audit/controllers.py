@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated
 
 from litestar import Controller, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
-from litestar.params import FromQuery, JSONBody, QueryParameter
+from litestar.params import FromQuery, JSONBody
 from litestar.response import Stream
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -148,16 +147,17 @@ class AuditController(Controller):
         actor_key_id: FromQuery[uuid.UUID | None] = None,
         purpose: FromQuery[IdentifierInQuery] = None,
         memory_id: FromQuery[uuid.UUID | None] = None,
-        from_: Annotated[datetime | None, QueryParameter(name="from")] = None,
-        to: FromQuery[datetime | None] = None,
+        since: FromQuery[datetime | None] = None,
+        until: FromQuery[datetime | None] = None,
         cursor: FromQuery[Cursor] = None,
         limit: FromQuery[Limit] = DEFAULT_LIMIT,
     ) -> AccessPage:
         """Who read which memories of which relationship (and global user), why
-        (``purpose``: ``context`` = injected into a prompt), oldest first, in ``[from, to)``."""
+        (``purpose``: ``context`` = injected into a prompt), oldest first, in
+        ``[since, until)`` like the audit query."""
         await access_log.flush()
         where = AccessFilter(
-            global_user_id, relationship_id, actor_key_id, purpose, memory_id, from_, to
+            global_user_id, relationship_id, actor_key_id, purpose, memory_id, since, until
         )
         return await access_page(db_session, principal.tenant_id, where, cursor, limit)
 

@@ -64,7 +64,7 @@ async def test_a_context_call_records_the_memories_it_injected(client, world) ->
         compliance,
         global_user_id=rel["global_user_id"],
         purpose="context",
-        **{"from": started.isoformat()},
+        since=started.isoformat(),
     )
     [event] = [e for e in page["items"] if e["request_id"] == "ctx-req-1"]
     assert set(event["memory_ids"]) == injected
@@ -86,7 +86,7 @@ async def test_search_and_memory_reads_are_recorded_with_their_purpose(client, w
         assert (await client.get(url, headers=gateway)).status_code == 200
     assert (await client.get(f"{base}/{ids['tea']}/sources", headers=gateway)).status_code == 200
     page = await _access(
-        client, compliance, relationship_id=rid, **{"from": started.isoformat()}, limit=50
+        client, compliance, relationship_id=rid, since=started.isoformat(), limit=50
     )
     purposes = [e["purpose"] for e in page["items"]]
     assert purposes == ["search", "memory_list", "memory_read", "memory_history", "memory_sources"]
@@ -109,18 +109,18 @@ async def test_pages_follow_the_cursor_and_time_bounds(client, world) -> None:
     )
     assert second["items"][0]["id"] > first["items"][-1]["id"]
     future = datetime.now(UTC) + timedelta(hours=1)
-    none = await _access(client, compliance, relationship_id=rid, **{"from": future.isoformat()})
+    none = await _access(client, compliance, relationship_id=rid, since=future.isoformat())
     assert none["items"] == []
 
 
 @pytest.mark.parametrize(
     "params",
     [
-        {"from": "2026-12-07T10:00:00Z", "to": "2026-12-07T09:00:00Z"},
-        {"from": "yesterday"},
+        {"since": "2026-12-07T10:00:00Z", "until": "2026-12-07T09:00:00Z"},
+        {"since": "yesterday"},
         {"global_user_id": "not-a-uuid"},
         {"purpose": "gossip"},
-        {"from": "2026-12-07T10:00:00"},
+        {"since": "2026-12-07T10:00:00"},
         {"cursor": "%%%"},
     ],
 )
@@ -129,7 +129,7 @@ async def test_malformed_filters_are_a_400_problem(client, world, params) -> Non
     response = await client.get("/v1/audit/access", params=params, headers=compliance)
     assert response.status_code in (400, 422), response.text
     assert response.headers["content-type"].startswith("application/problem+json")
-    if "to" in params or params.get("purpose") or params.get("from", "").endswith(":00"):
+    if "until" in params or params.get("purpose") or params.get("since", "").endswith(":00"):
         assert response.status_code == 400
 
 
@@ -217,7 +217,7 @@ async def test_concurrent_reads_do_not_wait_for_the_chain(client, world) -> None
         compliance,
         relationship_id=rid,
         purpose="context",
-        **{"from": started.isoformat()},
+        since=started.isoformat(),
         limit=50,
     )
     assert len(page["items"]) == 20

@@ -33,8 +33,8 @@ export interface paths {
         };
         /**
          * Get readiness
-         * @description 200 when Postgres, pgvector, migrations, Redis and a worker are all ok, else 503
-         *     (the hot tier's Redis may be down: recall then reads from Postgres).
+         * @description 200 when Postgres, pgvector, migrations and Redis are ok, else 503. Workers and
+         *     the hot tier's Redis are reported in /health but do not decide readiness.
          */
         get: operations["GetReadiness"];
         put?: never;
@@ -130,6 +130,69 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit/access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List access events
+         * @description Who read which memories of which relationship (and global user), why
+         *     (``purpose``: ``context`` = injected into a prompt), oldest first, in
+         *     ``[since, until)`` like the audit query.
+         */
+        get: operations["ListAccessEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit/checkpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create audit checkpoint
+         * @description Seal pending access events and sign the chain's head now.
+         */
+        post: operations["CreateAuditCheckpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit/checkpoints/latest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get latest audit checkpoint
+         * @description The latest signed checkpoint of the chain's head: keep it outside Tether and
+         *     hand it to ``POST /v1/audit/verify`` later.
+         */
+        get: operations["GetLatestAuditCheckpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/audit/export": {
         parameters: {
             query?: never;
@@ -160,12 +223,18 @@ export interface paths {
         };
         /**
          * Verify audit chain
-         * @description Recompute the tenant's hash chain; ``first_bad_id`` names the first event that
-         *     was changed, removed or reordered.
+         * @description Seal pending access events, then recompute the tenant's keyed hash chain and
+         *     compare its tail with the latest signed checkpoint; ``first_bad_seq`` and
+         *     ``first_bad_id`` name the first link that was changed, removed or truncated.
          */
         get: operations["VerifyAuditChain"];
         put?: never;
-        post?: never;
+        /**
+         * Verify audit chain against checkpoint
+         * @description As GET, and also against a checkpoint you kept (from
+         *     ``/v1/audit/checkpoints/latest``): a chain that no longer reaches it fails.
+         */
+        post: operations["VerifyAuditChainAgainstCheckpoint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -428,6 +497,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/memories/extract": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview extraction
+         * @description What the pipeline would extract from these turns and what consolidation would
+         *     decide against the relationship's active memories. A dry run: nothing is stored.
+         */
+        post: operations["PreviewExtraction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/personas": {
         parameters: {
             query?: never;
@@ -607,6 +697,27 @@ export interface paths {
          * @description Change the privacy mode (`normal`, `raw_only`, `off`).
          */
         patch: operations["UpdateRelationship"];
+        trace?: never;
+    };
+    "/v1/relationships/{relationship_id}/conflicts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List memory conflicts
+         * @description Newer memories held back because the memory they would replace has stronger
+         *     evidence (stated beats inferred; manual memories are never replaced).
+         */
+        get: operations["ListMemoryConflicts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/relationships/{relationship_id}/consolidations": {
@@ -805,6 +916,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/relationships/{relationship_id}/memories/{memory_id}/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resolve memory conflicts
+         * @description This memory wins every open conflict it is part of (idempotent).
+         */
+        post: operations["ResolveMemoryConflicts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/relationships/{relationship_id}/memories/{memory_id}/sources": {
         parameters: {
             query?: never;
@@ -845,6 +976,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/relationships/{relationship_id}/recap": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get recap
+         * @description For the start of a session: time since the last contact, the last session in
+         *     short, open plans (due / overdue / upcoming), recent feelings, open topics.
+         *     ``session_id`` (the session starting now) is left out of "last time".
+         */
+        get: operations["GetRecap"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/relationships/{relationship_id}/search": {
         parameters: {
             query?: never;
@@ -861,6 +1014,35 @@ export interface paths {
          */
         post: operations["SearchMemories"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/relationships/{relationship_id}/sessions/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get session flags
+         * @description The flags in force for a session and which level set them (an unknown
+         *     session gets the persona's, then the tenant's).
+         */
+        get: operations["GetSessionFlags"];
+        /**
+         * Put session flags
+         * @description Set the session's memory / knowledge flags (null: inherit).
+         */
+        put: operations["PutSessionFlags"];
+        post?: never;
+        /**
+         * Forget session
+         * @description Forget a session: its turns and the memories derived only from them.
+         */
+        delete: operations["ForgetSession"];
         options?: never;
         head?: never;
         patch?: never;
@@ -995,6 +1177,30 @@ export interface paths {
          *     is stored. Other processes pick them up within ``tenant_settings_ttl_seconds``.
          */
         put: operations["PutPrivacyPatterns"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenant/session-defaults": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get session defaults
+         * @description The tenant's defaults for sessions whose persona does not decide.
+         */
+        get: operations["GetSessionDefaults"];
+        /**
+         * Put session defaults
+         * @description Replace the tenant's session defaults.
+         */
+        put: operations["PutSessionDefaults"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1187,6 +1393,27 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AccessEventRead */
+        AccessEventRead: {
+            actor_key_id: string | null;
+            actor_role: string | null;
+            actor_subject: string | null;
+            /** Format: date-time */
+            at: string;
+            global_user_id: string | null;
+            /** Format: uuid */
+            id: string;
+            memory_ids: string[];
+            purpose: string;
+            relationship_id: string | null;
+            request_id: string | null;
+            sealed_seq: number | null;
+        };
+        /** AccessPage */
+        AccessPage: {
+            items: components["schemas"]["AccessEventRead"][];
+            next_cursor: string | null;
+        };
         /** ApiKeyCreate */
         ApiKeyCreate: {
             expires_at?: string | null;
@@ -1252,8 +1479,15 @@ export interface components {
         };
         /** AuditVerification */
         AuditVerification: {
+            /** @default 0 */
+            access_events_sealed?: number;
+            /** @default 0 */
+            access_events_unsealed?: number;
             checked: number;
+            /** @default 0 */
+            checkpoints_checked?: number;
             first_bad_id?: string | null;
+            first_bad_seq?: number | null;
             ok: boolean;
             reason?: string | null;
         };
@@ -1271,6 +1505,19 @@ export interface components {
             /** @enum {string} */
             role: "system" | "user" | "assistant" | "tool";
         };
+        /** CheckpointRead */
+        CheckpointRead: {
+            /** @default hmac-sha256 */
+            algorithm?: string;
+            /** Format: date-time */
+            at: string;
+            hash: string;
+            keyed_from: number;
+            seq: number;
+            signature: string;
+            /** Format: uuid */
+            tenant_id: string;
+        };
         /** ChunkHit */
         ChunkHit: {
             explanation: components["schemas"]["ExplanationRead"];
@@ -1287,6 +1534,24 @@ export interface components {
             latency_ms: number;
             /** @enum {string} */
             status: "ok" | "degraded" | "down";
+        };
+        /** ConflictPage */
+        ConflictPage: {
+            items: components["schemas"]["ConflictRead"][];
+            next_cursor: string | null;
+        };
+        /** ConflictRead */
+        ConflictRead: {
+            existing: components["schemas"]["MemoryRead"] | null;
+            held: components["schemas"]["MemoryRead"];
+            /** Format: uuid */
+            id: string;
+            reason: string;
+        };
+        /** ConflictResolution */
+        ConflictResolution: {
+            memory: components["schemas"]["MemoryRead"];
+            prevailed_over: components["schemas"]["MemoryRead"][];
         };
         /** ConsentRead */
         ConsentRead: {
@@ -1350,17 +1615,18 @@ export interface components {
             /** @default default */
             facet?: string;
             knowledge_base_id?: string | null;
+            knowledge_enabled?: boolean | null;
             /** @default false */
-            knowledge_enabled?: boolean;
+            last_time?: boolean;
             max_tokens?: number | null;
-            /** @default true */
-            memory_enabled?: boolean;
+            memory_enabled?: boolean | null;
             messages?: components["schemas"]["ChatMessage"][] | null;
             persona?: components["schemas"]["PersonaRef"] | null;
             query: string;
             /** @default 6 */
             recent_turns?: number;
             relationship_id?: string | null;
+            session_id?: string | null;
             user?: components["schemas"]["UserRef"] | null;
         };
         /** ContextResponse */
@@ -1462,6 +1728,26 @@ export interface components {
             rrf_score: number;
             vector_rank: number | null;
             vector_similarity: number | null;
+        };
+        /** ExtractPreview */
+        ExtractPreview: {
+            candidates: components["schemas"]["PreviewCandidate"][];
+            decisions: components["schemas"]["PreviewDecision"][];
+            dry_run: boolean;
+            forget: components["schemas"]["PreviewForget"][];
+            masked: string[];
+            /** Format: uuid */
+            relationship_id: string;
+            steps: string[];
+            summary: string | null;
+        };
+        /** ExtractPreviewRequest */
+        ExtractPreviewRequest: {
+            /** @default true */
+            dry_run?: boolean;
+            /** Format: uuid */
+            relationship_id: string;
+            turns: components["schemas"]["PreviewTurn"][];
         };
         /** FacetCreate */
         FacetCreate: {
@@ -1625,6 +1911,11 @@ export interface components {
             predicate?: string;
             /** @default false */
             private_to_creator?: boolean;
+            /**
+             * @default staff_entered
+             * @enum {string}
+             */
+            provenance?: "staff_entered" | "user_entered";
             session_id?: string | null;
             /** @default  */
             subject?: string;
@@ -1667,6 +1958,7 @@ export interface components {
             polarity: string;
             predicate: string;
             private_to_creator: boolean;
+            provenance: string;
             session_id: string | null;
             source_turn_ids: string[];
             strength: number;
@@ -1676,6 +1968,11 @@ export interface components {
             updated_at: string;
             valid_from: string | null;
             version: number;
+        };
+        /** MemoryResolve */
+        MemoryResolve: {
+            /** @default  */
+            reason?: string;
         };
         /** MemorySources */
         MemorySources: {
@@ -1699,6 +1996,11 @@ export interface components {
             object?: string | null;
             polarity?: components["schemas"]["Polarity"] | null;
             predicate?: string | null;
+            /**
+             * @default staff_entered
+             * @enum {string}
+             */
+            provenance?: "staff_entered" | "user_entered";
             /** @default  */
             reason?: string;
             subject?: string | null;
@@ -1801,6 +2103,8 @@ export interface components {
             external_id: string;
             /** Format: uuid */
             id: string;
+            knowledge_enabled?: boolean | null;
+            memory_enabled?: boolean | null;
         };
         /** PersonaRef */
         PersonaRef: {
@@ -1809,7 +2113,9 @@ export interface components {
         };
         /** PersonaUpdate */
         PersonaUpdate: {
-            display_name: string;
+            display_name?: string;
+            knowledge_enabled?: boolean | null;
+            memory_enabled?: boolean | null;
         };
         /**
          * Polarity
@@ -1837,6 +2143,43 @@ export interface components {
          * @enum {string}
          */
         PolicyEffect: "allow" | "deny";
+        /** PreviewCandidate */
+        PreviewCandidate: {
+            confidence: number;
+            content: string;
+            expires_at: string | null;
+            importance: number;
+            index: number;
+            memory_type: string;
+            object: string;
+            polarity: string;
+            predicate: string;
+            source_turns: number[];
+            subject: string;
+        };
+        /** PreviewDecision */
+        PreviewDecision: {
+            /** @enum {string} */
+            action: "insert" | "update" | "supersede" | "duplicate" | "hold";
+            candidate: number;
+            outcome: string;
+            reason: string;
+            target_candidate: number | null;
+            target_memory_id: string | null;
+        };
+        /** PreviewForget */
+        PreviewForget: {
+            source_turn: number;
+            terms: string[];
+            would_deactivate: string[];
+        };
+        /** PreviewTurn */
+        PreviewTurn: {
+            at?: string | null;
+            /** @enum {string} */
+            role: "user" | "assistant";
+            text: string;
+        };
         /**
          * PrivacyMode
          * @enum {string}
@@ -1900,6 +2243,69 @@ export interface components {
             withheld: {
                 [key: string]: string;
             };
+        };
+        /** Recap */
+        Recap: {
+            /** Format: date-time */
+            as_of: string;
+            empty: boolean;
+            feelings: components["schemas"]["RecapFeeling"][];
+            last_contact_at: string | null;
+            last_session: components["schemas"]["RecapSession"] | null;
+            plans: components["schemas"]["RecapPlan"][];
+            /** Format: uuid */
+            relationship_id: string;
+            seconds_since_last_contact: number | null;
+            /** @enum {null|string} */
+            trajectory: "improving" | "worsening" | "steady" | "mixed" | null;
+            unresolved_topics: components["schemas"]["RecapTopic"][];
+        };
+        /** RecapFeeling */
+        RecapFeeling: {
+            /** Format: date-time */
+            at: string;
+            content: string;
+            current: boolean;
+            feeling: string;
+            memory_ids: string[];
+        };
+        /** RecapPlan */
+        RecapPlan: {
+            content: string;
+            due_from: string | null;
+            due_until: string | null;
+            memory_ids: string[];
+            /** Format: date-time */
+            said_at: string;
+            /** @enum {string} */
+            status: "due" | "overdue" | "upcoming" | "undated";
+            turn_ids: string[];
+            unresolved: string | null;
+        };
+        /** RecapSession */
+        RecapSession: {
+            ended: boolean;
+            /** Format: date-time */
+            last_turn_at: string;
+            memory_ids: string[];
+            /** Format: date-time */
+            opened_at: string;
+            session_id: string;
+            summary: string | null;
+            /** @enum {null|string} */
+            summary_source: "memory" | "rules" | "llm" | null;
+            turn_count: number;
+            turn_ids: string[];
+        };
+        /** RecapTopic */
+        RecapTopic: {
+            /** Format: date-time */
+            at: string;
+            memory_ids: string[];
+            /** @enum {string} */
+            reason: "deferred" | "unanswered_question";
+            text: string;
+            turn_ids: string[];
         };
         /** RelationshipPage */
         RelationshipPage: {
@@ -1993,12 +2399,44 @@ export interface components {
             limit: number;
             used: number;
         };
+        /** SessionDefaults */
+        SessionDefaults: {
+            /** @default true */
+            keep_turns_without_memory?: boolean;
+            /** @default false */
+            knowledge_enabled?: boolean;
+            /** @default true */
+            memory_enabled?: boolean;
+        };
         /** SessionEnded */
         SessionEnded: {
             degraded: string[];
             session_id: string;
             /** @constant */
             status: "ending";
+        };
+        /** SessionFlagsRead */
+        SessionFlagsRead: {
+            knowledge_enabled: boolean;
+            /** @enum {string} */
+            knowledge_source: "request" | "session" | "persona" | "tenant";
+            memory_enabled: boolean;
+            /** @enum {string} */
+            memory_source: "request" | "session" | "persona" | "tenant";
+            session_id: string;
+            session_knowledge_enabled: boolean | null;
+            session_memory_enabled: boolean | null;
+        };
+        /** SessionFlagsUpdate */
+        SessionFlagsUpdate: {
+            knowledge_enabled?: boolean | null;
+            memory_enabled?: boolean | null;
+        };
+        /** SessionForgotten */
+        SessionForgotten: {
+            memories: number;
+            session_id: string;
+            turns: number;
         };
         /** SourceRead */
         SourceRead: {
@@ -2083,6 +2521,7 @@ export interface components {
         TurnIn: {
             at?: string | null;
             idempotency_key?: string | null;
+            memory_enabled?: boolean | null;
             /** @enum {string} */
             role: "user" | "assistant";
             session_id: string;
@@ -2202,7 +2641,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2270,7 +2709,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2361,7 +2800,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2458,7 +2897,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2570,7 +3009,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2581,6 +3020,217 @@ export interface operations {
             };
             /** @description A field is invalid; `errors` names each one (`invalid_input`). */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ListAccessEvents: {
+        parameters: {
+            query?: {
+                global_user_id?: string | null;
+                relationship_id?: string | null;
+                actor_key_id?: string | null;
+                purpose?: string | null;
+                memory_id?: string | null;
+                since?: string | null;
+                until?: string | null;
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessPage"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    CreateAuditCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Document created, URL follows */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointRead"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    GetLatestAuditCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointRead"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2647,7 +3297,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2720,8 +3370,94 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    VerifyAuditChainAgainstCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CheckpointRead"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditVerification"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than this deployment accepts (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2788,7 +3524,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2873,7 +3609,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2950,7 +3686,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3052,7 +3788,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3140,7 +3876,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3246,7 +3982,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3359,7 +4095,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3436,7 +4172,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3538,7 +4274,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3620,7 +4356,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3717,7 +4453,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3832,7 +4568,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3920,7 +4656,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4032,7 +4768,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4115,7 +4851,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4209,7 +4945,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4306,7 +5042,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4417,7 +5153,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4514,7 +5250,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4525,6 +5261,92 @@ export interface operations {
             };
             /** @description No such object, or one out of this key's reach: both answer 404 (`*_not_found`). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than this deployment accepts (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    PreviewExtraction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExtractPreviewRequest"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExtractPreview"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4609,7 +5431,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4684,7 +5506,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4772,7 +5594,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4874,7 +5696,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4964,7 +5786,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5087,7 +5909,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5173,7 +5995,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5255,7 +6077,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5323,7 +6145,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5420,7 +6242,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5495,7 +6317,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5583,7 +6405,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5612,6 +6434,93 @@ export interface operations {
             };
             /** @description The tenant's data lives in another region; this deployment refuses its writes (`wrong_region`). */
             421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ListMemoryConflicts: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                relationship_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictPage"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such object, or one out of this key's reach: both answer 404 (`*_not_found`). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5689,7 +6598,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5773,7 +6682,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5861,7 +6770,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5967,7 +6876,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6075,7 +6984,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6163,7 +7072,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6278,7 +7187,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6390,7 +7299,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6473,7 +7382,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6571,7 +7480,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6678,7 +7587,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6784,7 +7693,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6795,6 +7704,113 @@ export interface operations {
             };
             /** @description No such object, or one out of this key's reach: both answer 404 (`*_not_found`). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ResolveMemoryConflicts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                relationship_id: string;
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemoryResolve"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictResolution"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such object, or one out of this key's reach: both answer 404 (`*_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than this deployment accepts (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The tenant's data lives in another region; this deployment refuses its writes (`wrong_region`). */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6869,7 +7885,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6956,7 +7972,94 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such object, or one out of this key's reach: both answer 404 (`*_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    GetRecap: {
+        parameters: {
+            query?: {
+                as_of?: string | null;
+                session_id?: string | null;
+            };
+            header?: never;
+            path: {
+                relationship_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Recap"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7044,7 +8147,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7064,6 +8167,292 @@ export interface operations {
             };
             /** @description The body is larger than this deployment accepts (`payload_too_large`). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    GetSessionFlags: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                relationship_id: string;
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionFlagsRead"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such object, or one out of this key's reach: both answer 404 (`*_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    PutSessionFlags: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                relationship_id: string;
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SessionFlagsUpdate"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionFlagsRead"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such object, or one out of this key's reach: both answer 404 (`*_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than this deployment accepts (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The tenant's data lives in another region; this deployment refuses its writes (`wrong_region`). */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ForgetSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                relationship_id: string;
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionForgotten"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such object, or one out of this key's reach: both answer 404 (`*_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The tenant's data lives in another region; this deployment refuses its writes (`wrong_region`). */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7138,7 +8527,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7235,7 +8624,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7341,7 +8730,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7429,7 +8818,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7533,7 +8922,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7624,7 +9013,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7692,7 +9081,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7783,7 +9172,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7851,7 +9240,166 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than this deployment accepts (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The tenant's data lives in another region; this deployment refuses its writes (`wrong_region`). */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    GetSessionDefaults: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionDefaults"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    PutSessionDefaults: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SessionDefaults"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionDefaults"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7945,7 +9493,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8022,7 +9570,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8124,7 +9672,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8208,7 +9756,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8301,7 +9849,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8389,7 +9937,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8491,7 +10039,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8578,7 +10126,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8666,7 +10214,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8777,7 +10325,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8866,7 +10414,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8971,7 +10519,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key's role may not do this (`forbidden`). */
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
                 headers: {
                     [name: string]: unknown;

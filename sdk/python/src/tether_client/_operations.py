@@ -92,6 +92,22 @@ RotateApiKey: Operation[m.ApiKeyCreated] = Operation(
 )
 
 
+CreateAuditCheckpoint: Operation[m.CheckpointRead] = Operation(
+    op_id="CreateAuditCheckpoint",
+    method="POST",
+    path="/v1/audit/checkpoints",
+    params=None,
+    where={},
+    wire_names={},
+    body=None,
+    body_kind="none",
+    response=m.CheckpointRead,
+    response_kind="json",
+    idempotency=None,
+    retry="unsent",
+)
+
+
 class ExportAuditEventsParams(msgspec.Struct, kw_only=True):
     action: (
         Annotated[
@@ -114,6 +130,22 @@ ExportAuditEvents: Operation[int] = Operation(
     body_kind="none",
     response=None,
     response_kind="ndjson",
+    idempotency=None,
+    retry="all",
+)
+
+
+GetLatestAuditCheckpoint: Operation[m.CheckpointRead] = Operation(
+    op_id="GetLatestAuditCheckpoint",
+    method="GET",
+    path="/v1/audit/checkpoints/latest",
+    params=None,
+    where={},
+    wire_names={},
+    body=None,
+    body_kind="none",
+    response=m.CheckpointRead,
+    response_kind="json",
     idempotency=None,
     retry="all",
 )
@@ -207,6 +239,83 @@ ListAuditEvents: Operation[m.AuditPage] = Operation(
 )
 
 
+class ListAccessEventsParams(msgspec.Struct, kw_only=True):
+    global_user_id: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+            ),
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    relationship_id: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+            ),
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    actor_key_id: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+            ),
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    purpose: (
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    memory_id: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+            ),
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    since: datetime | None = msgspec.field(default=None)
+    until: datetime | None = msgspec.field(default=None)
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
+
+
+ListAccessEvents: Operation[m.AccessPage] = Operation(
+    op_id="ListAccessEvents",
+    method="GET",
+    path="/v1/audit/access",
+    params=ListAccessEventsParams,
+    where={
+        "global_user_id": "query",
+        "relationship_id": "query",
+        "actor_key_id": "query",
+        "purpose": "query",
+        "memory_id": "query",
+        "since": "query",
+        "until": "query",
+        "cursor": "query",
+        "limit": "query",
+    },
+    wire_names={},
+    body=None,
+    body_kind="none",
+    response=m.AccessPage,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
 VerifyAuditChain: Operation[m.AuditVerification] = Operation(
     op_id="VerifyAuditChain",
     method="GET",
@@ -216,6 +325,22 @@ VerifyAuditChain: Operation[m.AuditVerification] = Operation(
     wire_names={},
     body=None,
     body_kind="none",
+    response=m.AuditVerification,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
+VerifyAuditChainAgainstCheckpoint: Operation[m.AuditVerification] = Operation(
+    op_id="VerifyAuditChainAgainstCheckpoint",
+    method="POST",
+    path="/v1/audit/verify",
+    params=None,
+    where={},
+    wire_names={},
+    body=m.CheckpointRead,
+    body_kind="json",
     response=m.AuditVerification,
     response_kind="json",
     idempotency=None,
@@ -839,6 +964,35 @@ PutTenantLimits: Operation[m.TenantLimitsRead] = Operation(
 )
 
 
+class ListMemoryConflictsParams(msgspec.Struct, kw_only=True):
+    relationship_id: Annotated[
+        str,
+        msgspec.Meta(
+            pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        ),
+    ]
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
+
+
+ListMemoryConflicts: Operation[m.ConflictPage] = Operation(
+    op_id="ListMemoryConflicts",
+    method="GET",
+    path="/v1/relationships/{relationship_id}/conflicts",
+    params=ListMemoryConflictsParams,
+    where={"relationship_id": "path", "cursor": "query", "limit": "query"},
+    wire_names={},
+    body=None,
+    body_kind="none",
+    response=m.ConflictPage,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
 class ListConsolidationsParams(msgspec.Struct, kw_only=True):
     relationship_id: Annotated[
         str,
@@ -1135,6 +1289,53 @@ ListMemories: Operation[m.MemoryPage] = Operation(
     body=None,
     body_kind="none",
     response=m.MemoryPage,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
+PreviewExtraction: Operation[m.ExtractPreview] = Operation(
+    op_id="PreviewExtraction",
+    method="POST",
+    path="/v1/memories/extract",
+    params=None,
+    where={},
+    wire_names={},
+    body=m.ExtractPreviewRequest,
+    body_kind="json",
+    response=m.ExtractPreview,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
+class ResolveMemoryConflictsParams(msgspec.Struct, kw_only=True):
+    relationship_id: Annotated[
+        str,
+        msgspec.Meta(
+            pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        ),
+    ]
+    memory_id: Annotated[
+        str,
+        msgspec.Meta(
+            pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        ),
+    ]
+
+
+ResolveMemoryConflicts: Operation[m.ConflictResolution] = Operation(
+    op_id="ResolveMemoryConflicts",
+    method="POST",
+    path="/v1/relationships/{relationship_id}/memories/{memory_id}/resolve",
+    params=ResolveMemoryConflictsParams,
+    where={"relationship_id": "path", "memory_id": "path"},
+    wire_names={},
+    body=m.MemoryResolve,
+    body_kind="json",
+    response=m.ConflictResolution,
     response_kind="json",
     idempotency=None,
     retry="all",
@@ -1664,6 +1865,38 @@ ListOwnershipEvents: Operation[m.OwnershipEventPage] = Operation(
 )
 
 
+class GetRecapParams(msgspec.Struct, kw_only=True):
+    relationship_id: Annotated[
+        str,
+        msgspec.Meta(
+            pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        ),
+    ]
+    as_of: datetime | None = msgspec.field(default=None)
+    session_id: (
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
+        | None
+    ) = msgspec.field(default=None)
+
+
+GetRecap: Operation[m.Recap] = Operation(
+    op_id="GetRecap",
+    method="GET",
+    path="/v1/relationships/{relationship_id}/recap",
+    params=GetRecapParams,
+    where={"relationship_id": "path", "as_of": "query", "session_id": "query"},
+    wire_names={},
+    body=None,
+    body_kind="none",
+    response=m.Recap,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
 Resolve: Operation[m.ResolveResponse] = Operation(
     op_id="Resolve",
     method="POST",
@@ -1727,6 +1960,122 @@ UpdateRelationship: Operation[m.RelationshipRead] = Operation(
     response_kind="json",
     idempotency=None,
     retry="unsent",
+)
+
+
+GetSessionDefaults: Operation[m.SessionDefaults] = Operation(
+    op_id="GetSessionDefaults",
+    method="GET",
+    path="/v1/tenant/session-defaults",
+    params=None,
+    where={},
+    wire_names={},
+    body=None,
+    body_kind="none",
+    response=m.SessionDefaults,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
+PutSessionDefaults: Operation[m.SessionDefaults] = Operation(
+    op_id="PutSessionDefaults",
+    method="PUT",
+    path="/v1/tenant/session-defaults",
+    params=None,
+    where={},
+    wire_names={},
+    body=m.SessionDefaults,
+    body_kind="json",
+    response=m.SessionDefaults,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
+class ForgetSessionParams(msgspec.Struct, kw_only=True):
+    relationship_id: Annotated[
+        str,
+        msgspec.Meta(
+            pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        ),
+    ]
+    session_id: Annotated[
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+    ]
+
+
+ForgetSession: Operation[m.SessionForgotten] = Operation(
+    op_id="ForgetSession",
+    method="DELETE",
+    path="/v1/relationships/{relationship_id}/sessions/{session_id}",
+    params=ForgetSessionParams,
+    where={"relationship_id": "path", "session_id": "path"},
+    wire_names={},
+    body=None,
+    body_kind="none",
+    response=m.SessionForgotten,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
+class GetSessionFlagsParams(msgspec.Struct, kw_only=True):
+    relationship_id: Annotated[
+        str,
+        msgspec.Meta(
+            pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        ),
+    ]
+    session_id: Annotated[
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+    ]
+
+
+GetSessionFlags: Operation[m.SessionFlagsRead] = Operation(
+    op_id="GetSessionFlags",
+    method="GET",
+    path="/v1/relationships/{relationship_id}/sessions/{session_id}",
+    params=GetSessionFlagsParams,
+    where={"relationship_id": "path", "session_id": "path"},
+    wire_names={},
+    body=None,
+    body_kind="none",
+    response=m.SessionFlagsRead,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
+class PutSessionFlagsParams(msgspec.Struct, kw_only=True):
+    relationship_id: Annotated[
+        str,
+        msgspec.Meta(
+            pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        ),
+    ]
+    session_id: Annotated[
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+    ]
+
+
+PutSessionFlags: Operation[m.SessionFlagsRead] = Operation(
+    op_id="PutSessionFlags",
+    method="PUT",
+    path="/v1/relationships/{relationship_id}/sessions/{session_id}",
+    params=PutSessionFlagsParams,
+    where={"relationship_id": "path", "session_id": "path"},
+    wire_names={},
+    body=m.SessionFlagsUpdate,
+    body_kind="json",
+    response=m.SessionFlagsRead,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
 )
 
 
@@ -1992,6 +2341,7 @@ OPERATIONS: dict[str, Operation[Any]] = {
     "CheckPolicy": CheckPolicy,
     "ConfirmForget": ConfirmForget,
     "CreateApiKey": CreateApiKey,
+    "CreateAuditCheckpoint": CreateAuditCheckpoint,
     "CreateCreator": CreateCreator,
     "CreateFacet": CreateFacet,
     "CreateKnowledgeBase": CreateKnowledgeBase,
@@ -2009,23 +2359,29 @@ OPERATIONS: dict[str, Operation[Any]] = {
     "ExportAuditEvents": ExportAuditEvents,
     "ExportRelationship": ExportRelationship,
     "ExportUser": ExportUser,
+    "ForgetSession": ForgetSession,
     "GetConsent": GetConsent,
     "GetCreator": GetCreator,
     "GetDocument": GetDocument,
     "GetGlobalProfile": GetGlobalProfile,
     "GetHealth": GetHealth,
     "GetKnowledgeBase": GetKnowledgeBase,
+    "GetLatestAuditCheckpoint": GetLatestAuditCheckpoint,
     "GetMemory": GetMemory,
     "GetMemorySources": GetMemorySources,
     "GetPersona": GetPersona,
     "GetPersonaProfile": GetPersonaProfile,
     "GetPrivacyPatterns": GetPrivacyPatterns,
     "GetReadiness": GetReadiness,
+    "GetRecap": GetRecap,
     "GetRelationship": GetRelationship,
+    "GetSessionDefaults": GetSessionDefaults,
+    "GetSessionFlags": GetSessionFlags,
     "GetTenantLimits": GetTenantLimits,
     "GetTenantPolicies": GetTenantPolicies,
     "GetUser": GetUser,
     "IngestTurns": IngestTurns,
+    "ListAccessEvents": ListAccessEvents,
     "ListApiKeys": ListApiKeys,
     "ListAuditEvents": ListAuditEvents,
     "ListConsolidations": ListConsolidations,
@@ -2034,6 +2390,7 @@ OPERATIONS: dict[str, Operation[Any]] = {
     "ListFacets": ListFacets,
     "ListKnowledgeBases": ListKnowledgeBases,
     "ListMemories": ListMemories,
+    "ListMemoryConflicts": ListMemoryConflicts,
     "ListMemoryHistory": ListMemoryHistory,
     "ListOwnershipEvents": ListOwnershipEvents,
     "ListPersonaProfileHistory": ListPersonaProfileHistory,
@@ -2042,16 +2399,20 @@ OPERATIONS: dict[str, Operation[Any]] = {
     "ListTurns": ListTurns,
     "ListUserRelationships": ListUserRelationships,
     "ListUsers": ListUsers,
+    "PreviewExtraction": PreviewExtraction,
     "PreviewForget": PreviewForget,
     "PutConsent": PutConsent,
     "PutGlobalProfileField": PutGlobalProfileField,
     "PutPersonaProfile": PutPersonaProfile,
     "PutPrivacyPatterns": PutPrivacyPatterns,
+    "PutSessionDefaults": PutSessionDefaults,
+    "PutSessionFlags": PutSessionFlags,
     "PutTenantLimits": PutTenantLimits,
     "PutTenantPolicies": PutTenantPolicies,
     "QueryKnowledgeBase": QueryKnowledgeBase,
     "ReindexDocument": ReindexDocument,
     "Resolve": Resolve,
+    "ResolveMemoryConflicts": ResolveMemoryConflicts,
     "RevokeApiKey": RevokeApiKey,
     "RotateApiKey": RotateApiKey,
     "SearchMemories": SearchMemories,
@@ -2063,4 +2424,5 @@ OPERATIONS: dict[str, Operation[Any]] = {
     "UpdateRelationship": UpdateRelationship,
     "UploadDocument": UploadDocument,
     "VerifyAuditChain": VerifyAuditChain,
+    "VerifyAuditChainAgainstCheckpoint": VerifyAuditChainAgainstCheckpoint,
 }

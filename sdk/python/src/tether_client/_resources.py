@@ -65,6 +65,15 @@ class ApiKeysResource(SyncResource):
 
 
 class AuditResource(SyncResource):
+    def create_checkpoint(
+        self, *, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.CheckpointRead:
+        """Create audit checkpoint.
+
+        Seal pending access events and sign the chain's head now.
+        """
+        return self._core.call(ops.CreateAuditCheckpoint, {}, None, timeout)
+
     def export(
         self,
         to: str | Any | IO[bytes],
@@ -82,6 +91,16 @@ class AuditResource(SyncResource):
         return self._core.stream_to(
             ops.ExportAuditEvents, {"action": action, "since": since, "until": until}, to, timeout
         )
+
+    def latest_checkpoint(
+        self, *, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.CheckpointRead:
+        """Get latest audit checkpoint.
+
+        The latest signed checkpoint of the chain's head: keep it outside Tether and hand it
+        to ``POST /v1/audit/verify`` later.
+        """
+        return self._core.call(ops.GetLatestAuditCheckpoint, {}, None, timeout)
 
     def list(
         self,
@@ -122,13 +141,83 @@ class AuditResource(SyncResource):
             timeout,
         )
 
+    def list_access(
+        self,
+        *,
+        global_user_id: str | None = None,
+        relationship_id: str | None = None,
+        actor_key_id: str | None = None,
+        purpose: str | None = None,
+        memory_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> SyncPager[m.AccessEventRead]:
+        """List access events.
+
+        Who read which memories of which relationship (and global user), why (``purpose``:
+        ``context`` = injected into a prompt), oldest first, in ``[since, until)``
+        like the audit query.
+        """
+        return SyncPager[m.AccessEventRead](
+            self._core,
+            ops.ListAccessEvents,
+            {
+                "global_user_id": global_user_id,
+                "relationship_id": relationship_id,
+                "actor_key_id": actor_key_id,
+                "purpose": purpose,
+                "memory_id": memory_id,
+                "since": since,
+                "until": until,
+                "cursor": cursor,
+                "limit": limit,
+            },
+            timeout,
+        )
+
     def verify(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.AuditVerification:
         """Verify audit chain.
 
-        Recompute the tenant's hash chain; ``first_bad_id`` names the first event that was
-        changed, removed or reordered.
+        Seal pending access events, then recompute the tenant's keyed hash chain and compare
+        its tail with the latest signed checkpoint; ``first_bad_seq`` and
+        ``first_bad_id`` name the first link that was changed, removed or truncated.
         """
         return self._core.call(ops.VerifyAuditChain, {}, None, timeout)
+
+    def verify_against_checkpoint(
+        self,
+        *,
+        at: datetime,
+        hash: str,
+        keyed_from: int,
+        seq: int,
+        signature: str,
+        tenant_id: str,
+        algorithm: str | NotGiven = NOT_GIVEN,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.AuditVerification:
+        """Verify audit chain against checkpoint.
+
+        As GET, and also against a checkpoint you kept (from
+        ``/v1/audit/checkpoints/latest``): a chain that no longer reaches it fails.
+        """
+        return self._core.call(
+            ops.VerifyAuditChainAgainstCheckpoint,
+            {},
+            {
+                "at": at,
+                "hash": hash,
+                "keyed_from": keyed_from,
+                "seq": seq,
+                "signature": signature,
+                "tenant_id": tenant_id,
+                "algorithm": algorithm,
+            },
+            timeout,
+        )
 
 
 class ConsentResource(SyncResource):
@@ -164,13 +253,15 @@ class ContextResource(SyncResource):
         query: str,
         facet: str | NotGiven = NOT_GIVEN,
         knowledge_base_id: str | None | NotGiven = NOT_GIVEN,
-        knowledge_enabled: bool | NotGiven = NOT_GIVEN,
+        knowledge_enabled: bool | None | NotGiven = NOT_GIVEN,
+        last_time: bool | NotGiven = NOT_GIVEN,
         max_tokens: int | None | NotGiven = NOT_GIVEN,
-        memory_enabled: bool | NotGiven = NOT_GIVEN,
+        memory_enabled: bool | None | NotGiven = NOT_GIVEN,
         messages: Sequence[m.ChatMessage | Mapping[str, Any]] | None | NotGiven = NOT_GIVEN,
         persona: m.PersonaRef | Mapping[str, Any] | None | NotGiven = NOT_GIVEN,
         recent_turns: int | NotGiven = NOT_GIVEN,
         relationship_id: str | None | NotGiven = NOT_GIVEN,
+        session_id: str | None | NotGiven = NOT_GIVEN,
         user: m.UserRef | Mapping[str, Any] | None | NotGiven = NOT_GIVEN,
         timeout: float | None | NotGiven = NOT_GIVEN,
     ) -> m.ContextResponse:
@@ -187,12 +278,14 @@ class ContextResource(SyncResource):
                 "facet": facet,
                 "knowledge_base_id": knowledge_base_id,
                 "knowledge_enabled": knowledge_enabled,
+                "last_time": last_time,
                 "max_tokens": max_tokens,
                 "memory_enabled": memory_enabled,
                 "messages": messages,
                 "persona": persona,
                 "recent_turns": recent_turns,
                 "relationship_id": relationship_id,
+                "session_id": session_id,
                 "user": user,
             },
             timeout,
@@ -302,8 +395,8 @@ class HealthResource(SyncResource):
     def ready(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.HealthRead:
         """Get readiness.
 
-        200 when Postgres, pgvector, migrations, Redis and a worker are all ok, else 503
-        (the hot tier's Redis may be down: recall then reads from Postgres).
+        200 when Postgres, pgvector, migrations and Redis are ok, else 503. Workers and the
+        hot tier's Redis are reported in /health but do not decide readiness.
         """
         return self._core.call(ops.GetReadiness, {}, None, timeout)
 
@@ -590,6 +683,26 @@ class LimitsResource(SyncResource):
 
 
 class MemoriesResource(SyncResource):
+    def conflicts(
+        self,
+        relationship_id: str,
+        *,
+        cursor: str | None = None,
+        limit: int | None = None,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> SyncPager[m.ConflictRead]:
+        """List memory conflicts.
+
+        Newer memories held back because the memory they would replace has stronger evidence
+        (stated beats inferred; manual memories are never replaced).
+        """
+        return SyncPager[m.ConflictRead](
+            self._core,
+            ops.ListMemoryConflicts,
+            {"relationship_id": relationship_id, "cursor": cursor, "limit": limit},
+            timeout,
+        )
+
     def consolidations(
         self,
         relationship_id: str,
@@ -630,6 +743,7 @@ class MemoriesResource(SyncResource):
         polarity: m.Polarity | NotGiven = NOT_GIVEN,
         predicate: str | NotGiven = NOT_GIVEN,
         private_to_creator: bool | NotGiven = NOT_GIVEN,
+        provenance: Literal["staff_entered", "user_entered"] | NotGiven = NOT_GIVEN,
         session_id: str | None | NotGiven = NOT_GIVEN,
         subject: str | NotGiven = NOT_GIVEN,
         timeout: float | None | NotGiven = NOT_GIVEN,
@@ -654,6 +768,7 @@ class MemoriesResource(SyncResource):
                 "polarity": polarity,
                 "predicate": predicate,
                 "private_to_creator": private_to_creator,
+                "provenance": provenance,
                 "session_id": session_id,
                 "subject": subject,
             },
@@ -814,6 +929,45 @@ class MemoriesResource(SyncResource):
             timeout,
         )
 
+    def preview_extraction(
+        self,
+        *,
+        relationship_id: str,
+        turns: Sequence[m.PreviewTurn | Mapping[str, Any]],
+        dry_run: bool | NotGiven = NOT_GIVEN,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.ExtractPreview:
+        """Preview extraction.
+
+        What the pipeline would extract from these turns and what consolidation would decide
+        against the relationship's active memories. A dry run: nothing is stored.
+        """
+        return self._core.call(
+            ops.PreviewExtraction,
+            {},
+            {"relationship_id": relationship_id, "turns": turns, "dry_run": dry_run},
+            timeout,
+        )
+
+    def resolve_conflicts(
+        self,
+        relationship_id: str,
+        memory_id: str,
+        *,
+        reason: str | NotGiven = NOT_GIVEN,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.ConflictResolution:
+        """Resolve memory conflicts.
+
+        This memory wins every open conflict it is part of (idempotent).
+        """
+        return self._core.call(
+            ops.ResolveMemoryConflicts,
+            {"relationship_id": relationship_id, "memory_id": memory_id},
+            {"reason": reason},
+            timeout,
+        )
+
     def search(
         self,
         relationship_id: str,
@@ -862,6 +1016,7 @@ class MemoriesResource(SyncResource):
         object: str | None | NotGiven = NOT_GIVEN,
         polarity: m.Polarity | None | NotGiven = NOT_GIVEN,
         predicate: str | None | NotGiven = NOT_GIVEN,
+        provenance: Literal["staff_entered", "user_entered"] | NotGiven = NOT_GIVEN,
         reason: str | NotGiven = NOT_GIVEN,
         subject: str | None | NotGiven = NOT_GIVEN,
         timeout: float | None | NotGiven = NOT_GIVEN,
@@ -881,6 +1036,7 @@ class MemoriesResource(SyncResource):
                 "object": object,
                 "polarity": polarity,
                 "predicate": predicate,
+                "provenance": provenance,
                 "reason": reason,
                 "subject": subject,
             },
@@ -994,14 +1150,27 @@ class PersonasResource(SyncResource):
         )
 
     def update(
-        self, persona_id: str, *, display_name: str, timeout: float | None | NotGiven = NOT_GIVEN
+        self,
+        persona_id: str,
+        *,
+        display_name: str | NotGiven = NOT_GIVEN,
+        knowledge_enabled: bool | None | NotGiven = NOT_GIVEN,
+        memory_enabled: bool | None | NotGiven = NOT_GIVEN,
+        timeout: float | None | NotGiven = NOT_GIVEN,
     ) -> m.PersonaRead:
         """Update persona.
 
         Rename a persona (creator keys: only their own).
         """
         return self._core.call(
-            ops.UpdatePersona, {"persona_id": persona_id}, {"display_name": display_name}, timeout
+            ops.UpdatePersona,
+            {"persona_id": persona_id},
+            {
+                "display_name": display_name,
+                "knowledge_enabled": knowledge_enabled,
+                "memory_enabled": memory_enabled,
+            },
+            timeout,
         )
 
 
@@ -1172,6 +1341,27 @@ class RelationshipsResource(SyncResource):
             timeout,
         )
 
+    def recap(
+        self,
+        relationship_id: str,
+        *,
+        as_of: datetime | None = None,
+        session_id: str | None = None,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.Recap:
+        """Get recap.
+
+        For the start of a session: time since the last contact, the last session in short,
+        open plans (due / overdue / upcoming), recent feelings, open topics.
+        ``session_id`` (the session starting now) is left out of "last time".
+        """
+        return self._core.call(
+            ops.GetRecap,
+            {"relationship_id": relationship_id, "as_of": as_of, "session_id": session_id},
+            None,
+            timeout,
+        )
+
     def resolve(
         self,
         *,
@@ -1222,6 +1412,89 @@ class RelationshipsResource(SyncResource):
             ops.UpdateRelationship,
             {"relationship_id": relationship_id},
             {"privacy_mode": privacy_mode},
+            timeout,
+        )
+
+
+class SessionDefaultsResource(SyncResource):
+    def get(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.SessionDefaults:
+        """Get session defaults.
+
+        The tenant's defaults for sessions whose persona does not decide.
+        """
+        return self._core.call(ops.GetSessionDefaults, {}, None, timeout)
+
+    def put(
+        self,
+        *,
+        keep_turns_without_memory: bool | NotGiven = NOT_GIVEN,
+        knowledge_enabled: bool | NotGiven = NOT_GIVEN,
+        memory_enabled: bool | NotGiven = NOT_GIVEN,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.SessionDefaults:
+        """Put session defaults.
+
+        Replace the tenant's session defaults.
+        """
+        return self._core.call(
+            ops.PutSessionDefaults,
+            {},
+            {
+                "keep_turns_without_memory": keep_turns_without_memory,
+                "knowledge_enabled": knowledge_enabled,
+                "memory_enabled": memory_enabled,
+            },
+            timeout,
+        )
+
+
+class SessionsResource(SyncResource):
+    def forget(
+        self, relationship_id: str, session_id: str, *, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.SessionForgotten:
+        """Forget session.
+
+        Forget a session: its turns and the memories derived only from them.
+        """
+        return self._core.call(
+            ops.ForgetSession,
+            {"relationship_id": relationship_id, "session_id": session_id},
+            None,
+            timeout,
+        )
+
+    def get_flags(
+        self, relationship_id: str, session_id: str, *, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.SessionFlagsRead:
+        """Get session flags.
+
+        The flags in force for a session and which level set them (an unknown session gets
+        the persona's, then the tenant's).
+        """
+        return self._core.call(
+            ops.GetSessionFlags,
+            {"relationship_id": relationship_id, "session_id": session_id},
+            None,
+            timeout,
+        )
+
+    def put_flags(
+        self,
+        relationship_id: str,
+        session_id: str,
+        *,
+        knowledge_enabled: bool | None | NotGiven = NOT_GIVEN,
+        memory_enabled: bool | None | NotGiven = NOT_GIVEN,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.SessionFlagsRead:
+        """Put session flags.
+
+        Set the session's memory / knowledge flags (null: inherit).
+        """
+        return self._core.call(
+            ops.PutSessionFlags,
+            {"relationship_id": relationship_id, "session_id": session_id},
+            {"knowledge_enabled": knowledge_enabled, "memory_enabled": memory_enabled},
             timeout,
         )
 
@@ -1387,6 +1660,8 @@ class SyncResources:
         self.policies = PoliciesResource(core)
         self.privacy = PrivacyResource(core)
         self.relationships = RelationshipsResource(core)
+        self.session_defaults = SessionDefaultsResource(core)
+        self.sessions = SessionsResource(core)
         self.turns = TurnsResource(core)
         self.users = UsersResource(core)
 
@@ -1438,6 +1713,15 @@ class AsyncApiKeysResource(AsyncResource):
 
 
 class AsyncAuditResource(AsyncResource):
+    async def create_checkpoint(
+        self, *, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.CheckpointRead:
+        """Create audit checkpoint.
+
+        Seal pending access events and sign the chain's head now.
+        """
+        return await self._core.call(ops.CreateAuditCheckpoint, {}, None, timeout)
+
     async def export(
         self,
         to: str | Any | IO[bytes],
@@ -1455,6 +1739,16 @@ class AsyncAuditResource(AsyncResource):
         return await self._core.stream_to(
             ops.ExportAuditEvents, {"action": action, "since": since, "until": until}, to, timeout
         )
+
+    async def latest_checkpoint(
+        self, *, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.CheckpointRead:
+        """Get latest audit checkpoint.
+
+        The latest signed checkpoint of the chain's head: keep it outside Tether and hand it
+        to ``POST /v1/audit/verify`` later.
+        """
+        return await self._core.call(ops.GetLatestAuditCheckpoint, {}, None, timeout)
 
     def list(
         self,
@@ -1495,13 +1789,83 @@ class AsyncAuditResource(AsyncResource):
             timeout,
         )
 
+    def list_access(
+        self,
+        *,
+        global_user_id: str | None = None,
+        relationship_id: str | None = None,
+        actor_key_id: str | None = None,
+        purpose: str | None = None,
+        memory_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> AsyncPager[m.AccessEventRead]:
+        """List access events.
+
+        Who read which memories of which relationship (and global user), why (``purpose``:
+        ``context`` = injected into a prompt), oldest first, in ``[since, until)``
+        like the audit query.
+        """
+        return AsyncPager[m.AccessEventRead](
+            self._core,
+            ops.ListAccessEvents,
+            {
+                "global_user_id": global_user_id,
+                "relationship_id": relationship_id,
+                "actor_key_id": actor_key_id,
+                "purpose": purpose,
+                "memory_id": memory_id,
+                "since": since,
+                "until": until,
+                "cursor": cursor,
+                "limit": limit,
+            },
+            timeout,
+        )
+
     async def verify(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.AuditVerification:
         """Verify audit chain.
 
-        Recompute the tenant's hash chain; ``first_bad_id`` names the first event that was
-        changed, removed or reordered.
+        Seal pending access events, then recompute the tenant's keyed hash chain and compare
+        its tail with the latest signed checkpoint; ``first_bad_seq`` and
+        ``first_bad_id`` name the first link that was changed, removed or truncated.
         """
         return await self._core.call(ops.VerifyAuditChain, {}, None, timeout)
+
+    async def verify_against_checkpoint(
+        self,
+        *,
+        at: datetime,
+        hash: str,
+        keyed_from: int,
+        seq: int,
+        signature: str,
+        tenant_id: str,
+        algorithm: str | NotGiven = NOT_GIVEN,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.AuditVerification:
+        """Verify audit chain against checkpoint.
+
+        As GET, and also against a checkpoint you kept (from
+        ``/v1/audit/checkpoints/latest``): a chain that no longer reaches it fails.
+        """
+        return await self._core.call(
+            ops.VerifyAuditChainAgainstCheckpoint,
+            {},
+            {
+                "at": at,
+                "hash": hash,
+                "keyed_from": keyed_from,
+                "seq": seq,
+                "signature": signature,
+                "tenant_id": tenant_id,
+                "algorithm": algorithm,
+            },
+            timeout,
+        )
 
 
 class AsyncConsentResource(AsyncResource):
@@ -1539,13 +1903,15 @@ class AsyncContextResource(AsyncResource):
         query: str,
         facet: str | NotGiven = NOT_GIVEN,
         knowledge_base_id: str | None | NotGiven = NOT_GIVEN,
-        knowledge_enabled: bool | NotGiven = NOT_GIVEN,
+        knowledge_enabled: bool | None | NotGiven = NOT_GIVEN,
+        last_time: bool | NotGiven = NOT_GIVEN,
         max_tokens: int | None | NotGiven = NOT_GIVEN,
-        memory_enabled: bool | NotGiven = NOT_GIVEN,
+        memory_enabled: bool | None | NotGiven = NOT_GIVEN,
         messages: Sequence[m.ChatMessage | Mapping[str, Any]] | None | NotGiven = NOT_GIVEN,
         persona: m.PersonaRef | Mapping[str, Any] | None | NotGiven = NOT_GIVEN,
         recent_turns: int | NotGiven = NOT_GIVEN,
         relationship_id: str | None | NotGiven = NOT_GIVEN,
+        session_id: str | None | NotGiven = NOT_GIVEN,
         user: m.UserRef | Mapping[str, Any] | None | NotGiven = NOT_GIVEN,
         timeout: float | None | NotGiven = NOT_GIVEN,
     ) -> m.ContextResponse:
@@ -1562,12 +1928,14 @@ class AsyncContextResource(AsyncResource):
                 "facet": facet,
                 "knowledge_base_id": knowledge_base_id,
                 "knowledge_enabled": knowledge_enabled,
+                "last_time": last_time,
                 "max_tokens": max_tokens,
                 "memory_enabled": memory_enabled,
                 "messages": messages,
                 "persona": persona,
                 "recent_turns": recent_turns,
                 "relationship_id": relationship_id,
+                "session_id": session_id,
                 "user": user,
             },
             timeout,
@@ -1679,8 +2047,8 @@ class AsyncHealthResource(AsyncResource):
     async def ready(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.HealthRead:
         """Get readiness.
 
-        200 when Postgres, pgvector, migrations, Redis and a worker are all ok, else 503
-        (the hot tier's Redis may be down: recall then reads from Postgres).
+        200 when Postgres, pgvector, migrations and Redis are ok, else 503. Workers and the
+        hot tier's Redis are reported in /health but do not decide readiness.
         """
         return await self._core.call(ops.GetReadiness, {}, None, timeout)
 
@@ -1967,6 +2335,26 @@ class AsyncLimitsResource(AsyncResource):
 
 
 class AsyncMemoriesResource(AsyncResource):
+    def conflicts(
+        self,
+        relationship_id: str,
+        *,
+        cursor: str | None = None,
+        limit: int | None = None,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> AsyncPager[m.ConflictRead]:
+        """List memory conflicts.
+
+        Newer memories held back because the memory they would replace has stronger evidence
+        (stated beats inferred; manual memories are never replaced).
+        """
+        return AsyncPager[m.ConflictRead](
+            self._core,
+            ops.ListMemoryConflicts,
+            {"relationship_id": relationship_id, "cursor": cursor, "limit": limit},
+            timeout,
+        )
+
     def consolidations(
         self,
         relationship_id: str,
@@ -2007,6 +2395,7 @@ class AsyncMemoriesResource(AsyncResource):
         polarity: m.Polarity | NotGiven = NOT_GIVEN,
         predicate: str | NotGiven = NOT_GIVEN,
         private_to_creator: bool | NotGiven = NOT_GIVEN,
+        provenance: Literal["staff_entered", "user_entered"] | NotGiven = NOT_GIVEN,
         session_id: str | None | NotGiven = NOT_GIVEN,
         subject: str | NotGiven = NOT_GIVEN,
         timeout: float | None | NotGiven = NOT_GIVEN,
@@ -2031,6 +2420,7 @@ class AsyncMemoriesResource(AsyncResource):
                 "polarity": polarity,
                 "predicate": predicate,
                 "private_to_creator": private_to_creator,
+                "provenance": provenance,
                 "session_id": session_id,
                 "subject": subject,
             },
@@ -2191,6 +2581,45 @@ class AsyncMemoriesResource(AsyncResource):
             timeout,
         )
 
+    async def preview_extraction(
+        self,
+        *,
+        relationship_id: str,
+        turns: Sequence[m.PreviewTurn | Mapping[str, Any]],
+        dry_run: bool | NotGiven = NOT_GIVEN,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.ExtractPreview:
+        """Preview extraction.
+
+        What the pipeline would extract from these turns and what consolidation would decide
+        against the relationship's active memories. A dry run: nothing is stored.
+        """
+        return await self._core.call(
+            ops.PreviewExtraction,
+            {},
+            {"relationship_id": relationship_id, "turns": turns, "dry_run": dry_run},
+            timeout,
+        )
+
+    async def resolve_conflicts(
+        self,
+        relationship_id: str,
+        memory_id: str,
+        *,
+        reason: str | NotGiven = NOT_GIVEN,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.ConflictResolution:
+        """Resolve memory conflicts.
+
+        This memory wins every open conflict it is part of (idempotent).
+        """
+        return await self._core.call(
+            ops.ResolveMemoryConflicts,
+            {"relationship_id": relationship_id, "memory_id": memory_id},
+            {"reason": reason},
+            timeout,
+        )
+
     async def search(
         self,
         relationship_id: str,
@@ -2239,6 +2668,7 @@ class AsyncMemoriesResource(AsyncResource):
         object: str | None | NotGiven = NOT_GIVEN,
         polarity: m.Polarity | None | NotGiven = NOT_GIVEN,
         predicate: str | None | NotGiven = NOT_GIVEN,
+        provenance: Literal["staff_entered", "user_entered"] | NotGiven = NOT_GIVEN,
         reason: str | NotGiven = NOT_GIVEN,
         subject: str | None | NotGiven = NOT_GIVEN,
         timeout: float | None | NotGiven = NOT_GIVEN,
@@ -2258,6 +2688,7 @@ class AsyncMemoriesResource(AsyncResource):
                 "object": object,
                 "polarity": polarity,
                 "predicate": predicate,
+                "provenance": provenance,
                 "reason": reason,
                 "subject": subject,
             },
@@ -2373,14 +2804,27 @@ class AsyncPersonasResource(AsyncResource):
         )
 
     async def update(
-        self, persona_id: str, *, display_name: str, timeout: float | None | NotGiven = NOT_GIVEN
+        self,
+        persona_id: str,
+        *,
+        display_name: str | NotGiven = NOT_GIVEN,
+        knowledge_enabled: bool | None | NotGiven = NOT_GIVEN,
+        memory_enabled: bool | None | NotGiven = NOT_GIVEN,
+        timeout: float | None | NotGiven = NOT_GIVEN,
     ) -> m.PersonaRead:
         """Update persona.
 
         Rename a persona (creator keys: only their own).
         """
         return await self._core.call(
-            ops.UpdatePersona, {"persona_id": persona_id}, {"display_name": display_name}, timeout
+            ops.UpdatePersona,
+            {"persona_id": persona_id},
+            {
+                "display_name": display_name,
+                "knowledge_enabled": knowledge_enabled,
+                "memory_enabled": memory_enabled,
+            },
+            timeout,
         )
 
 
@@ -2553,6 +2997,27 @@ class AsyncRelationshipsResource(AsyncResource):
             timeout,
         )
 
+    async def recap(
+        self,
+        relationship_id: str,
+        *,
+        as_of: datetime | None = None,
+        session_id: str | None = None,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.Recap:
+        """Get recap.
+
+        For the start of a session: time since the last contact, the last session in short,
+        open plans (due / overdue / upcoming), recent feelings, open topics.
+        ``session_id`` (the session starting now) is left out of "last time".
+        """
+        return await self._core.call(
+            ops.GetRecap,
+            {"relationship_id": relationship_id, "as_of": as_of, "session_id": session_id},
+            None,
+            timeout,
+        )
+
     async def resolve(
         self,
         *,
@@ -2603,6 +3068,89 @@ class AsyncRelationshipsResource(AsyncResource):
             ops.UpdateRelationship,
             {"relationship_id": relationship_id},
             {"privacy_mode": privacy_mode},
+            timeout,
+        )
+
+
+class AsyncSessionDefaultsResource(AsyncResource):
+    async def get(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.SessionDefaults:
+        """Get session defaults.
+
+        The tenant's defaults for sessions whose persona does not decide.
+        """
+        return await self._core.call(ops.GetSessionDefaults, {}, None, timeout)
+
+    async def put(
+        self,
+        *,
+        keep_turns_without_memory: bool | NotGiven = NOT_GIVEN,
+        knowledge_enabled: bool | NotGiven = NOT_GIVEN,
+        memory_enabled: bool | NotGiven = NOT_GIVEN,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.SessionDefaults:
+        """Put session defaults.
+
+        Replace the tenant's session defaults.
+        """
+        return await self._core.call(
+            ops.PutSessionDefaults,
+            {},
+            {
+                "keep_turns_without_memory": keep_turns_without_memory,
+                "knowledge_enabled": knowledge_enabled,
+                "memory_enabled": memory_enabled,
+            },
+            timeout,
+        )
+
+
+class AsyncSessionsResource(AsyncResource):
+    async def forget(
+        self, relationship_id: str, session_id: str, *, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.SessionForgotten:
+        """Forget session.
+
+        Forget a session: its turns and the memories derived only from them.
+        """
+        return await self._core.call(
+            ops.ForgetSession,
+            {"relationship_id": relationship_id, "session_id": session_id},
+            None,
+            timeout,
+        )
+
+    async def get_flags(
+        self, relationship_id: str, session_id: str, *, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.SessionFlagsRead:
+        """Get session flags.
+
+        The flags in force for a session and which level set them (an unknown session gets
+        the persona's, then the tenant's).
+        """
+        return await self._core.call(
+            ops.GetSessionFlags,
+            {"relationship_id": relationship_id, "session_id": session_id},
+            None,
+            timeout,
+        )
+
+    async def put_flags(
+        self,
+        relationship_id: str,
+        session_id: str,
+        *,
+        knowledge_enabled: bool | None | NotGiven = NOT_GIVEN,
+        memory_enabled: bool | None | NotGiven = NOT_GIVEN,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.SessionFlagsRead:
+        """Put session flags.
+
+        Set the session's memory / knowledge flags (null: inherit).
+        """
+        return await self._core.call(
+            ops.PutSessionFlags,
+            {"relationship_id": relationship_id, "session_id": session_id},
+            {"knowledge_enabled": knowledge_enabled, "memory_enabled": memory_enabled},
             timeout,
         )
 
@@ -2770,5 +3318,7 @@ class AsyncResources:
         self.policies = AsyncPoliciesResource(core)
         self.privacy = AsyncPrivacyResource(core)
         self.relationships = AsyncRelationshipsResource(core)
+        self.session_defaults = AsyncSessionDefaultsResource(core)
+        self.sessions = AsyncSessionsResource(core)
         self.turns = AsyncTurnsResource(core)
         self.users = AsyncUsersResource(core)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any, Literal, TypeAlias
 
 import msgspec
 
 __all__ = [
+    "AccessEventRead",
+    "AccessPage",
     "ApiKeyCreate",
     "ApiKeyCreated",
     "ApiKeyRead",
@@ -17,8 +19,12 @@ __all__ = [
     "AuditVerification",
     "BatchItemResult",
     "ChatMessage",
+    "CheckpointRead",
     "ChunkHit",
     "ComponentHealth",
+    "ConflictPage",
+    "ConflictRead",
+    "ConflictResolution",
     "ConsentRead",
     "ConsentScope",
     "ConsentState",
@@ -38,6 +44,8 @@ __all__ = [
     "DocumentUpload",
     "ErasureResult",
     "ExplanationRead",
+    "ExtractPreview",
+    "ExtractPreviewRequest",
     "FacetCreate",
     "FacetPage",
     "FacetRead",
@@ -64,6 +72,7 @@ __all__ = [
     "MemoryLayer",
     "MemoryPage",
     "MemoryRead",
+    "MemoryResolve",
     "MemorySources",
     "MemoryType",
     "MemoryUpdate",
@@ -85,6 +94,10 @@ __all__ = [
     "PolicyCheck",
     "PolicyDecision",
     "PolicyEffect",
+    "PreviewCandidate",
+    "PreviewDecision",
+    "PreviewForget",
+    "PreviewTurn",
     "PrivacyMode",
     "PrivacyPattern",
     "PrivacyPatterns",
@@ -92,6 +105,11 @@ __all__ = [
     "ProfileFieldRead",
     "ProfileFieldWrite",
     "ProfileRead",
+    "Recap",
+    "RecapFeeling",
+    "RecapPlan",
+    "RecapSession",
+    "RecapTopic",
     "RelationshipPage",
     "RelationshipRead",
     "RelationshipUpdate",
@@ -102,7 +120,11 @@ __all__ = [
     "SearchRequest",
     "SearchResponse",
     "SectionBudget",
+    "SessionDefaults",
     "SessionEnded",
+    "SessionFlagsRead",
+    "SessionFlagsUpdate",
+    "SessionForgotten",
     "SourceRead",
     "SourceTurn",
     "StoredTurn",
@@ -121,6 +143,25 @@ __all__ = [
     "UserRead",
     "UserRef",
 ]
+
+
+class AccessEventRead(msgspec.Struct, kw_only=True, omit_defaults=True):
+    actor_key_id: str | None
+    actor_role: str | None
+    actor_subject: str | None
+    at: datetime
+    global_user_id: str | None
+    id: str
+    memory_ids: list[str]
+    purpose: str
+    relationship_id: str | None
+    request_id: str | None
+    sealed_seq: int | None
+
+
+class AccessPage(msgspec.Struct, kw_only=True, omit_defaults=True):
+    items: list[AccessEventRead]
+    next_cursor: str | None
 
 
 class ApiKeyCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -190,7 +231,11 @@ class AuditPage(msgspec.Struct, kw_only=True, omit_defaults=True):
 class AuditVerification(msgspec.Struct, kw_only=True, omit_defaults=True):
     checked: int
     ok: bool
+    access_events_sealed: int = msgspec.field(default=0)
+    access_events_unsealed: int = msgspec.field(default=0)
+    checkpoints_checked: int = msgspec.field(default=0)
     first_bad_id: str | None = msgspec.field(default=None)
+    first_bad_seq: int | None = msgspec.field(default=None)
     reason: str | None = msgspec.field(default=None)
 
 
@@ -205,6 +250,21 @@ class ChatMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
     role: Literal["system", "user", "assistant", "tool"]
 
 
+class CheckpointRead(msgspec.Struct, kw_only=True, omit_defaults=True):
+    at: datetime
+    hash: str
+    keyed_from: int
+    seq: int
+    signature: str
+    tenant_id: Annotated[
+        str,
+        msgspec.Meta(
+            pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        ),
+    ]
+    algorithm: str = msgspec.field(default="hmac-sha256")
+
+
 class ChunkHit(msgspec.Struct, kw_only=True, omit_defaults=True):
     explanation: ExplanationRead
     id: str
@@ -217,6 +277,23 @@ class ComponentHealth(msgspec.Struct, kw_only=True, omit_defaults=True):
     latency_ms: float
     status: str
     detail: str = msgspec.field(default="")
+
+
+class ConflictPage(msgspec.Struct, kw_only=True, omit_defaults=True):
+    items: list[ConflictRead]
+    next_cursor: str | None
+
+
+class ConflictRead(msgspec.Struct, kw_only=True, omit_defaults=True):
+    existing: MemoryRead | None
+    held: MemoryRead
+    id: str
+    reason: str
+
+
+class ConflictResolution(msgspec.Struct, kw_only=True, omit_defaults=True):
+    memory: MemoryRead
+    prevailed_over: list[MemoryRead]
 
 
 class ConsentRead(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -281,9 +358,10 @@ class ContextRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
         ]
         | None
     ) = msgspec.field(default=None)
-    knowledge_enabled: bool = msgspec.field(default=False)
+    knowledge_enabled: bool | None = msgspec.field(default=None)
+    last_time: bool = msgspec.field(default=False)
     max_tokens: Annotated[int, msgspec.Meta(ge=200, le=32000)] | None = msgspec.field(default=None)
-    memory_enabled: bool = msgspec.field(default=True)
+    memory_enabled: bool | None = msgspec.field(default=None)
     messages: Annotated[list[ChatMessage], msgspec.Meta(max_length=200)] | None = msgspec.field(
         default=None
     )
@@ -295,6 +373,12 @@ class ContextRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             msgspec.Meta(
                 pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
             ),
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    session_id: (
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
         ]
         | None
     ) = msgspec.field(default=None)
@@ -389,6 +473,28 @@ class ExplanationRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     rrf_score: float
     vector_rank: int | None
     vector_similarity: float | None
+
+
+class ExtractPreview(msgspec.Struct, kw_only=True, omit_defaults=True):
+    candidates: list[PreviewCandidate]
+    decisions: list[PreviewDecision]
+    dry_run: bool
+    forget: list[PreviewForget]
+    masked: list[str]
+    relationship_id: str
+    steps: list[str]
+    summary: str | None
+
+
+class ExtractPreviewRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    relationship_id: Annotated[
+        str,
+        msgspec.Meta(
+            pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        ),
+    ]
+    turns: Annotated[list[PreviewTurn], msgspec.Meta(max_length=200, min_length=1)]
+    dry_run: bool = msgspec.field(default=True)
 
 
 class FacetCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -583,6 +689,7 @@ class MemoryCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
         default=""
     )
     private_to_creator: bool = msgspec.field(default=False)
+    provenance: Literal["staff_entered", "user_entered"] = msgspec.field(default="staff_entered")
     session_id: (
         Annotated[
             str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
@@ -626,6 +733,7 @@ class MemoryRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     polarity: str
     predicate: str
     private_to_creator: bool
+    provenance: str
     session_id: str | None
     source_turn_ids: list[str]
     strength: float
@@ -634,6 +742,12 @@ class MemoryRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     updated_at: datetime
     valid_from: datetime | None
     version: int
+
+
+class MemoryResolve(msgspec.Struct, kw_only=True, omit_defaults=True):
+    reason: Annotated[str, msgspec.Meta(max_length=500, pattern="^[^\\x00]*$")] = msgspec.field(
+        default=""
+    )
 
 
 class MemorySources(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -661,6 +775,7 @@ class MemoryUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     predicate: Annotated[str, msgspec.Meta(max_length=64, pattern="^[^\\x00]*$")] | None = (
         msgspec.field(default=None)
     )
+    provenance: Literal["staff_entered", "user_entered"] = msgspec.field(default="staff_entered")
     reason: Annotated[str, msgspec.Meta(max_length=500, pattern="^[^\\x00]*$")] = msgspec.field(
         default=""
     )
@@ -767,6 +882,8 @@ class PersonaRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     display_name: str
     external_id: str
     id: str
+    knowledge_enabled: bool | None = msgspec.field(default=None)
+    memory_enabled: bool | None = msgspec.field(default=None)
 
 
 class PersonaRef(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -779,9 +896,12 @@ class PersonaRef(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class PersonaUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
-    display_name: Annotated[
-        str, msgspec.Meta(max_length=256, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
-    ]
+    display_name: (
+        Annotated[str, msgspec.Meta(max_length=256, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")]
+        | msgspec.UnsetType
+    ) = msgspec.field(default=msgspec.UNSET)
+    knowledge_enabled: bool | None = msgspec.field(default=None)
+    memory_enabled: bool | None = msgspec.field(default=None)
 
 
 Polarity: TypeAlias = Literal["affirmed", "negated"]
@@ -801,6 +921,41 @@ class PolicyDecision(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 PolicyEffect: TypeAlias = Literal["allow", "deny"]
+
+
+class PreviewCandidate(msgspec.Struct, kw_only=True, omit_defaults=True):
+    confidence: float
+    content: str
+    expires_at: datetime | None
+    importance: float
+    index: int
+    memory_type: str
+    object: str
+    polarity: str
+    predicate: str
+    source_turns: list[int]
+    subject: str
+
+
+class PreviewDecision(msgspec.Struct, kw_only=True, omit_defaults=True):
+    action: str
+    candidate: int
+    outcome: str
+    reason: str
+    target_candidate: int | None
+    target_memory_id: str | None
+
+
+class PreviewForget(msgspec.Struct, kw_only=True, omit_defaults=True):
+    source_turn: int
+    terms: list[str]
+    would_deactivate: list[str]
+
+
+class PreviewTurn(msgspec.Struct, kw_only=True, omit_defaults=True):
+    role: Literal["user", "assistant"]
+    text: Annotated[str, msgspec.Meta(max_length=4000, min_length=1, pattern="^[^\\x00]*$")]
+    at: datetime | None = msgspec.field(default=None)
 
 
 PrivacyMode: TypeAlias = Literal["normal", "raw_only", "off"]
@@ -856,6 +1011,58 @@ class ProfileRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     fields: list[ProfileFieldRead]
     global_user_id: str
     withheld: dict[str, str]
+
+
+class Recap(msgspec.Struct, kw_only=True, omit_defaults=True):
+    as_of: datetime
+    empty: bool
+    feelings: list[RecapFeeling]
+    last_contact_at: datetime | None
+    last_session: RecapSession | None
+    plans: list[RecapPlan]
+    relationship_id: str
+    seconds_since_last_contact: int | None
+    trajectory: str | None
+    unresolved_topics: list[RecapTopic]
+
+
+class RecapFeeling(msgspec.Struct, kw_only=True, omit_defaults=True):
+    at: datetime
+    content: str
+    current: bool
+    feeling: str
+    memory_ids: list[str]
+
+
+class RecapPlan(msgspec.Struct, kw_only=True, omit_defaults=True):
+    content: str
+    due_from: date | None
+    due_until: date | None
+    memory_ids: list[str]
+    said_at: datetime
+    status: str
+    turn_ids: list[str]
+    unresolved: str | None
+
+
+class RecapSession(msgspec.Struct, kw_only=True, omit_defaults=True):
+    ended: bool
+    last_turn_at: datetime
+    memory_ids: list[str]
+    opened_at: datetime
+    session_id: str
+    summary: str | None
+    summary_source: str | None
+    turn_count: int
+    turn_ids: list[str]
+
+
+class RecapTopic(msgspec.Struct, kw_only=True, omit_defaults=True):
+    at: datetime
+    memory_ids: list[str]
+    reason: str
+    text: str
+    turn_ids: list[str]
 
 
 class RelationshipPage(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -936,10 +1143,37 @@ class SectionBudget(msgspec.Struct, kw_only=True, omit_defaults=True):
     used: int
 
 
+class SessionDefaults(msgspec.Struct, kw_only=True, omit_defaults=True):
+    keep_turns_without_memory: bool = msgspec.field(default=True)
+    knowledge_enabled: bool = msgspec.field(default=False)
+    memory_enabled: bool = msgspec.field(default=True)
+
+
 class SessionEnded(msgspec.Struct, kw_only=True, omit_defaults=True):
     degraded: list[str]
     session_id: str
     status: Literal["ending"]
+
+
+class SessionFlagsRead(msgspec.Struct, kw_only=True, omit_defaults=True):
+    knowledge_enabled: bool
+    knowledge_source: str
+    memory_enabled: bool
+    memory_source: str
+    session_id: str
+    session_knowledge_enabled: bool | None
+    session_memory_enabled: bool | None
+
+
+class SessionFlagsUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+    knowledge_enabled: bool | None = msgspec.field(default=None)
+    memory_enabled: bool | None = msgspec.field(default=None)
+
+
+class SessionForgotten(msgspec.Struct, kw_only=True, omit_defaults=True):
+    memories: int
+    session_id: str
+    turns: int
 
 
 class SourceRead(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1039,6 +1273,7 @@ class TurnIn(msgspec.Struct, kw_only=True, omit_defaults=True):
         ]
         | None
     ) = msgspec.field(default=None)
+    memory_enabled: bool | None = msgspec.field(default=None)
 
 
 class TurnResult(msgspec.Struct, kw_only=True, omit_defaults=True):
