@@ -35,11 +35,14 @@ TASK_MODULES = [
     "workers.tasks.sessions",
     "workers.tasks.memories",
     "workers.tasks.knowledge",
+    "workers.tasks.rights",
 ]
 
 SWEEP_TASK = "sessions.sweep"
 RECONCILE_TASK = "turns.reconcile"
 EXPIRY_TASK = "memories.expire"
+RETENTION_TASK = "memories.retention_sweep"
+OWNERSHIP_TASK = "system.ownership_sweep"
 
 
 def create_celery(settings: Settings) -> Celery:
@@ -73,6 +76,14 @@ def create_celery(settings: Settings) -> Celery:
             "expire-memories": {
                 "task": EXPIRY_TASK,
                 "schedule": settings.memory.expiry_sweep_seconds,
+            },
+            "apply-retention": {
+                "task": RETENTION_TASK,
+                "schedule": settings.memory.retention_sweep_seconds,
+            },
+            "pool-silent-creators": {
+                "task": OWNERSHIP_TASK,
+                "schedule": settings.identity.ownership_sweep_seconds,
             },
             "requeue-stalled-documents": {
                 "task": STALLED_TASK,

@@ -23,6 +23,7 @@ from tenancy.access.middleware import ApiKeyAuthMiddleware
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.tenant_policies import TenantPolicies
 from tenancy.limits.cache import TenantLimitsCache
+from tenancy.settings.cache import TenantSettingsCache
 from tenancy.limits.middleware import rate_limits
 from tenancy.limits.quotas import Quotas
 from tenancy.limits.rates import RequestLimiter
@@ -64,6 +65,9 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
     )
     app.state.tenant_limits = TenantLimitsCache(
         resources.sessions, settings.limits, settings.identity.tenant_settings_ttl_seconds
+    )
+    app.state.tenant_settings = TenantSettingsCache(
+        resources.sessions, settings.identity.tenant_settings_ttl_seconds
     )
     app.state.request_limiter = RequestLimiter(resources.redis, settings.limits.burst_seconds)
     app.state.quotas = Quotas(

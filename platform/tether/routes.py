@@ -11,6 +11,7 @@ from tenancy.graph.controllers import CreatorController, PersonaController, User
 from tenancy.limits.controllers import TenantLimitsController
 from tenancy.relationships.controllers import RelationshipController, UserRelationshipController
 from tenancy.resolve.controllers import ResolveController
+from tenancy.settings.controllers import TenantSettingsController
 from tether.api.metrics import MetricsController
 from tether.context.controllers import ContextController
 from tether.health.controllers import HealthController
@@ -21,8 +22,10 @@ from tether.privacy.controllers import PrivacyPatternController
 from tether.profiles.controllers import GlobalProfileController
 from tether.recall.controllers import SearchController
 from tether.rights.controllers import (
+    AccessReportController,
     ForgetController,
     RelationshipExportController,
+    UserErasureController,
     UserExportController,
 )
 from tether.turns.controllers import TurnController
@@ -44,12 +47,15 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     ContextController,
     PrivacyPatternController,
     TenantLimitsController,
+    TenantSettingsController,
     PolicyController,
     AuditController,
     GlobalProfileController,
     ForgetController,
     UserExportController,
     RelationshipExportController,
+    UserErasureController,
+    AccessReportController,
     KnowledgeBaseController,
     KnowledgeDocumentController,
 ]

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenancy.graph.tombstones import is_erased
 from tenancy.enums import PrivacyMode
 from tenancy.ids import RelationshipScope
 from tenancy.models import Relationship
@@ -95,6 +96,8 @@ class SessionExtraction:
 
     async def run(self, session_id: str) -> ExtractionReport:
         sessions = ChatSessionRepository(self._session, self._scope)
+        if await is_erased(self._session, self._scope):
+            return ExtractionReport("skipped")  # its user was erased: write nothing
         if await sessions.claim_for_extraction(session_id) is None:
             return ExtractionReport("skipped")  # not ended, already done, or being done
         now = datetime.now(UTC)
