@@ -37,7 +37,10 @@ NEW_TABLES = ("tenant_settings", "erasure_tombstones", "retention_runs")
 
 def _tenant_fk(table: str) -> sa.ForeignKeyConstraint:
     return sa.ForeignKeyConstraint(
-        ["tenant_id"], ["tenants.id"], name=op.f(f"fk_{table}_tenant_id_tenants"), ondelete="CASCADE"
+        ["tenant_id"],
+        ["tenants.id"],
+        name=op.f(f"fk_{table}_tenant_id_tenants"),
+        ondelete="CASCADE",
     )
 
 
@@ -84,9 +87,7 @@ def upgrade() -> None:
         sa.Column("relationship_id", sa.UUID(), nullable=False),
         _now(),
         _tenant_fk("erasure_tombstones"),
-        sa.PrimaryKeyConstraint(
-            "tenant_id", "relationship_id", name=op.f("pk_erasure_tombstones")
-        ),
+        sa.PrimaryKeyConstraint("tenant_id", "relationship_id", name=op.f("pk_erasure_tombstones")),
     )
     op.create_table(
         "retention_runs",

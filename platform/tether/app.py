@@ -23,11 +23,11 @@ from tenancy.access.middleware import ApiKeyAuthMiddleware
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.tenant_policies import TenantPolicies
 from tenancy.limits.cache import TenantLimitsCache
-from tenancy.settings.cache import TenantSettingsCache
 from tenancy.limits.middleware import rate_limits
 from tenancy.limits.quotas import Quotas
 from tenancy.limits.rates import RequestLimiter
 from tenancy.relationships.deps import provide_card_cache, provide_relationship_directory
+from tenancy.settings.cache import TenantSettingsCache
 from tether.api.after_response import after_response_middleware
 from tether.api.body import TetherRequest
 from tether.api.early_refusals import early_refusals

@@ -118,7 +118,9 @@ class RelationshipService:
         relationship = await self.require(relationship_id)
         to = (data.to.kind, data.to.id)
         actor = Actor.of(self._principal)
-        event = await move_operator(self._session, relationship, to, data.reason, actor, self._cards)
+        event = await move_operator(
+            self._session, relationship, to, data.reason, actor, self._cards
+        )
         await self._session.refresh(event)
         return _event(event)
 

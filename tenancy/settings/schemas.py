@@ -43,8 +43,8 @@ class OwnershipSettings(msgspec.Struct, forbid_unknown_fields=True):
     # The pool's operator id: operator keys with this subject operate pooled relationships.
     pool_operator_id: Identifier = "proxy-pool"
     # The memory layers a pool operator inherits where the creator chose none.
-    pool_inherits_layers: Annotated[list[LayerName], msgspec.Meta(max_length=3)] = (
-        msgspec.field(default_factory=lambda: list(ALL_LAYERS))
+    pool_inherits_layers: Annotated[list[LayerName], msgspec.Meta(max_length=3)] = msgspec.field(
+        default_factory=lambda: list(ALL_LAYERS)
     )
 
 

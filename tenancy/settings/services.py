@@ -59,8 +59,11 @@ class TenantSettingsService:
         current = await self._settings.latest()
         version = 0 if current is None else current.version
         if if_match.strip() not in (etag(version), f"W/{etag(version)}"):
-            raise SettingsChanged(f"you sent If-Match {if_match}, the settings are at {etag(version)}")
-        before = dump_document(TenantSettingsDocument() if current is None else parse_document(current.document))
+            raise SettingsChanged(
+                f"you sent If-Match {if_match}, the settings are at {etag(version)}"
+            )
+        in_force = TenantSettingsDocument() if current is None else parse_document(current.document)
+        before = dump_document(in_force)
         after = dump_document(data.document())
         try:
             async with self._session.begin_nested():

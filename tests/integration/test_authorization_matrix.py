@@ -57,6 +57,18 @@ async def _if_match(side: Side, _: dict[str, str]) -> dict[str, Any]:
     }
 
 
+async def _with_reason(_: Side, __: dict[str, str]) -> dict[str, Any]:
+    return {"params": {"reason": "data-subject access request"}}
+
+
+async def _settings_if_match(side: Side, _: dict[str, str]) -> dict[str, Any]:
+    current = await side.tenant.client.get("/v1/tenant/settings", headers=side.tenant.admin)
+    return {
+        "json": {"ownership": {"creator_silence_hours": 48}},
+        "headers": {"If-Match": current.headers["etag"]},
+    }
+
+
 async def _forget_token(side: Side, caller: dict[str, str]) -> dict[str, Any]:
     """A token previewed by the caller (a token is the previewing key's), or, where the
     caller may not preview, the gateway's."""
@@ -94,6 +106,8 @@ TABLE: dict[tuple[str, str], Route] = {
     ("POST", "/v1/api-keys/{key_id:uuid}/rotate"): Route("ADDDD", fresh="key"),
     ("GET", "/v1/tenant/limits"): Route("ADDDD"),
     ("PUT", "/v1/tenant/limits"): Route("ADDDD", body(lambda s: {"turns_per_day": 1000})),
+    ("GET", "/v1/tenant/settings"): Route("ADDDD"),
+    ("PUT", "/v1/tenant/settings"): Route("ADDDD", _settings_if_match),
     ("POST", "/v1/resolve"): Route(
         "AADDD",
         body(
@@ -131,6 +145,7 @@ TABLE: dict[tuple[str, str], Route] = {
         "AADDD", body(lambda s: {"to": {"kind": "pool", "id": "op-9"}}), fresh="relationship"
     ),
     ("GET", R + "/ownership-events"): Route("AAOOD"),
+    ("PUT", R + "/pool-inheritance"): Route("ADODD", body(lambda s: {"layers": ["semantic"]})),
     ("GET", R + "/turns"): Route("DAOOD"),
     ("POST", R + "/turns"): Route("DAODD", body(lambda s: TURNS)),
     ("POST", R + "/sessions/{session_id:str}/end"): Route("DAODD"),
@@ -156,8 +171,12 @@ TABLE: dict[tuple[str, str], Route] = {
     ),
     ("POST", R + "/forget"): Route("DAODD", body(lambda s: {"memory_ids": [s.memory_id]})),
     ("POST", R + "/forget/confirm"): Route("DAODD", _forget_token, fresh="relationship"),
-    ("GET", U + "/export"): Route("AADDA"),
+    ("GET", U + "/export"): Route("AADDA", _with_reason),
     ("GET", R + "/export"): Route("AADDA"),
+    ("POST", U + "/erasure"): Route(
+        "ADDDA", body(lambda s: {"reason": "data-subject request 删除"}), fresh="relationship"
+    ),
+    ("GET", U + "/access-report"): Route("ADDDA"),
     ("GET", U + "/consent"): Route("AADDD"),
     ("PUT", U + "/consent"): Route(
         "AADDD", body(lambda s: {"scopes": ["profile"], "source": "settings page"})

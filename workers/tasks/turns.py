@@ -35,9 +35,7 @@ def _activity(inserted: list[PendingTurn]) -> dict[str, Any]:
     latest = max(t.at for t in inserted)
     users = [t.at for t in inserted if t.role == "user"]
     replies = [t.at for t in inserted if t.role == "assistant"]
-    values: dict[str, Any] = {
-        "last_active_at": func.greatest(Relationship.last_active_at, latest)
-    }
+    values: dict[str, Any] = {"last_active_at": func.greatest(Relationship.last_active_at, latest)}
     changed = [Relationship.last_active_at.is_(None), Relationship.last_active_at < latest]
     if users:
         values["last_user_turn_at"] = func.greatest(Relationship.last_user_turn_at, max(users))

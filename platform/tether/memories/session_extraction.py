@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenancy.graph.tombstones import is_erased
 from tenancy.enums import PrivacyMode
+from tenancy.graph.tombstones import is_erased
 from tenancy.ids import RelationshipScope
 from tenancy.models import Relationship
 from tether.core.ids import new_id

@@ -35,7 +35,9 @@ RAW_TURNS = "raw_turns"
 Step = Callable[[AsyncSession, TenantId, datetime, int], Awaitable[int]]
 
 
-async def purge_turns(session: AsyncSession, tenant_id: TenantId, cutoff: datetime, limit: int) -> int:
+async def purge_turns(
+    session: AsyncSession, tenant_id: TenantId, cutoff: datetime, limit: int
+) -> int:
     """Delete up to ``limit`` raw turns that happened before ``cutoff``."""
     keys = (
         select(Turn.relationship_id, Turn.id)
@@ -78,7 +80,9 @@ def expire_memories(memory_type: str, invalidate: Invalidate) -> Step:
     return step
 
 
-async def _start(session: AsyncSession, tenant_id: TenantId, kind: str, cutoff: datetime) -> RetentionRun:
+async def _start(
+    session: AsyncSession, tenant_id: TenantId, kind: str, cutoff: datetime
+) -> RetentionRun:
     """The run under way for this kind (resumed with its cutoff), or a new one."""
     run = await session.get(RetentionRun, (tenant_id, kind), with_for_update=True)
     now = datetime.now(UTC)
@@ -109,8 +113,10 @@ async def run_kind(
         cutoff = run.cutoff  # a resumed run keeps its own
     while True:
         async with tenant_transaction(sessions, tenant_id) as session:
-            run = await session.get(RetentionRun, (tenant_id, kind), with_for_update=True)
-            assert run is not None  # noqa: S101 - made above, only deleted with the tenant
+            current = await session.get(RetentionRun, (tenant_id, kind), with_for_update=True)
+            if current is None:  # made above; gone only with its tenant
+                return removed_here
+            run = current
             removed = await step(session, tenant_id, cutoff, batch)
             run.removed += removed
             run.batches += 1
@@ -133,7 +139,9 @@ async def run_kind(
                 return removed_here
 
 
-def _plan(retention: RetentionSettings, now: datetime, invalidate: Invalidate) -> list[tuple[str, datetime, Step]]:
+def _plan(
+    retention: RetentionSettings, now: datetime, invalidate: Invalidate
+) -> list[tuple[str, datetime, Step]]:
     plan: list[tuple[str, datetime, Step]] = []
     if retention.raw_turns_days is not None:
         plan.append((RAW_TURNS, now - timedelta(days=retention.raw_turns_days), purge_turns))

@@ -6,7 +6,6 @@ import uuid
 from typing import Annotated
 
 import msgspec
-
 from litestar import Controller, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
@@ -33,7 +32,6 @@ from tether.rights import schemas as s
 from tether.rights.erasure import ErasureService
 from tether.rights.export import audited_relationship_export, export_user
 from tether.rights.forget import ForgetService
-
 
 Reason = Annotated[str, text(2000, min_length=3)]
 ERASE = policy("data_subject", "erase")

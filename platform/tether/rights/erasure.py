@@ -9,11 +9,10 @@ import json
 import logging
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
-from typing import Any
-
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -22,8 +21,8 @@ from tenancy.audit.log import Actor, AuditLog
 from tenancy.errors import UserNotFound
 from tenancy.graph.erasure import UserEraser
 from tenancy.graph.schemas import ErasureResult
-from tenancy.ids import RelationshipId, RelationshipScope
 from tenancy.graph.tombstones import bury
+from tenancy.ids import RelationshipId, RelationshipScope
 from tenancy.models import (
     Creator,
     CreatorPersona,
@@ -240,9 +239,7 @@ class ErasureService(UserEraser):
                 stores[model.__tablename__] += await _delete_in_pages(
                     self._session, model, tenant_id, relationship_id
                 )
-        stores |= await _count_cascaded(
-            self._session, tenant_id, user_id, erased.relationship_ids
-        )
+        stores |= await _count_cascaded(self._session, tenant_id, user_id, erased.relationship_ids)
         stores["global_users"] = 1
         await bury(self._session, tenant_id, erased.relationship_ids)
         # Everything of the user hangs off the user row by ON DELETE CASCADE: facets,
@@ -270,5 +267,8 @@ class ErasureService(UserEraser):
             await _forget_in_redis(self._redis, self._hot_redis, erased)
 
         on_commit(self._session, after_commit)
-        on_commit(self._session, lambda: _forget_in_queue(self._broker_url, erased))
+        async def dequeue() -> None:
+            await _forget_in_queue(self._broker_url, erased)
+
+        on_commit(self._session, dequeue)
         return ErasureResult(user_id, len(erased.relationship_ids), True, stores)

@@ -8,7 +8,6 @@ from litestar import Controller, get, post
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.status_codes import HTTP_202_ACCEPTED
-
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.guard import policy
