@@ -100,7 +100,7 @@ async def test_a_turn_queued_before_erasure_writes_nothing_after_it(
     # The message arrives after the erasure; then a real worker runs it, and a sentinel
     # turn of another user behind it shows the worker got past it.
     await resources.redis.rpush(task_queues.TURNS, *queued)
-    sentinel = await _relationship(client, gateway, f"sentinel-{marker}")
+    sentinel = await _relationship(client, gateway, f"sentinel-{uuid.uuid4().hex[:8]}")
     body = {"turns": [{"session_id": "s", "role": "user", "text": "hello 你好"}]}
     await client.post(
         f"/v1/relationships/{sentinel['relationship_id']}/turns", json=body, headers=gateway
