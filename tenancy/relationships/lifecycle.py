@@ -5,18 +5,24 @@ and an audit event, made by the same code as a manual transfer."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import or_, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tenancy.audit.log import SYSTEM, Actor, AuditLog
 from tenancy.enums import OperatorKind
 from tenancy.models import Creator, OwnershipEvent, Relationship
 from tenancy.relationships.directory import CardCache, card_of, publish_on_commit
 from tenancy.settings.schemas import OwnershipSettings
+from tenancy.settings.services import current_settings
+from tether.core.database_errors import DATABASE_ERRORS
 from tether.core.ids import TenantId
+from tether.core.tenant_sessions import tenant_ids, tenant_transaction
+
+log = logging.getLogger(__name__)
 
 # The reason of an automatic move: only a relationship moved for it moves back by itself
 # (one an admin put in the pool stays there until someone transfers it back).
@@ -140,3 +146,25 @@ async def creator_returned(
     to = (OperatorKind.CREATOR, creator.external_id)
     await move_operator(session, relationship, to, CREATOR_RETURNED, actor, cards)
     return True
+
+
+async def pool_silent(
+    sessions: async_sessionmaker[AsyncSession], cards: CardCache | None, now: datetime
+) -> int:
+    """Every tenant's relationships whose creator is silent, to the pool, with each
+    tenant's settings read now (a change applies at the next sweep); how many moved."""
+    moved = 0
+    for tenant_id in await tenant_ids(sessions):
+        try:
+            while True:
+                async with tenant_transaction(sessions, tenant_id) as session:
+                    settings = await current_settings(session, tenant_id)
+                    batch = await pool_silent_relationships(
+                        session, tenant_id, settings.ownership, now, cards
+                    )
+                moved += batch
+                if batch < BATCH:
+                    break
+        except DATABASE_ERRORS:
+            log.exception("ownership sweep of tenant %s failed; it runs again", tenant_id)
+    return moved

@@ -10,6 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
+from tenancy.relationships.directory import CardCache
+from tenancy.relationships.lifecycle import pool_silent as pool_all
 from tests.conftest import start_worker, stop_worker
 from tests.support import resolve_body
 from tether.core import task_queues
@@ -269,3 +271,87 @@ async def test_retention_purges_old_turns_and_expires_old_memories_resumably(
     )
     details = {e["detail"]["kind"]: e["detail"]["removed"] for e in audit.json()["items"]}
     assert details == {"raw_turns": 5, "memories:event": 1}
+
+
+async def pool_silent(resources, now: datetime) -> int:
+    cards = CardCache(resources.redis, resources.settings.identity.card_ttl_seconds)
+    return await pool_all(resources.sessions, cards, now)
+
+
+async def _memory(client, headers, rid: str, content: str, **extra: object) -> str:
+    made = await client.post(
+        f"/v1/relationships/{rid}/memories", json={"content": content, **extra}, headers=headers
+    )
+    assert made.status_code == 201, made.text
+    return str(made.json()["id"])
+
+
+async def test_a_silent_creator_hands_over_to_the_pool_within_the_inheritance_boundary(
+    client, make_tenant, resources, superuser
+) -> None:
+    tenant = await make_tenant()
+    gateway = await tenant.key("gateway")
+    creator = await tenant.key("creator", "c-1")
+    pool = await tenant.key("operator", "night-shift")
+    change = {"ownership": {"creator_silence_hours": 48, "pool_operator_id": "night-shift"}}
+    assert (await _settings(client, tenant, change)).status_code == 200
+    rel = await _relationship(client, gateway, f"lonely-{uuid.uuid4().hex[:8]}")
+    rid = rel["relationship_id"]
+    semantic = await _memory(client, creator, rid, "The user keeps bees 用户养蜜蜂")
+    episodic = await _memory(client, creator, rid, "昨天聊了蜂蜜 talked honey", layer="episodic")
+    private = await _memory(
+        client, creator, rid, "Creator note: 用户容易焦虑", private_to_creator=True
+    )
+    chosen = await client.put(
+        f"/v1/relationships/{rid}/pool-inheritance", json={"layers": ["semantic"]}, headers=creator
+    )
+    assert chosen.status_code == 200, chosen.text
+    refused = await client.put(
+        f"/v1/relationships/{rid}/pool-inheritance", json={"layers": ["梦"]}, headers=creator
+    )
+    assert refused.status_code == 422
+    now = datetime.now(UTC)
+    await _backdate(  # the user wrote 50 hours ago and the creator never answered
+        superuser,
+        "UPDATE relationships SET last_user_turn_at = :at WHERE id = :r",
+        r=rid,
+        at=now - timedelta(hours=50),
+    )
+    assert (await client.get(f"/v1/relationships/{rid}", headers=pool)).status_code == 404
+    assert await pool_silent(resources, now) >= 1
+    events = await client.get(f"/v1/relationships/{rid}/ownership-events", headers=creator)
+    [moved] = events.json()["items"]
+    assert (moved["to_kind"], moved["to_id"], moved["reason"]) == (
+        "pool",
+        "night-shift",
+        "creator_silence",
+    )
+    listed = await client.get(f"/v1/relationships/{rid}/memories", headers=pool)
+    assert listed.status_code == 200, listed.text
+    assert [m["id"] for m in listed.json()["items"]] == [semantic]
+    for hidden in (episodic, private):
+        got = await client.get(f"/v1/relationships/{rid}/memories/{hidden}", headers=pool)
+        assert got.status_code == 404
+    found = await client.post(
+        f"/v1/relationships/{rid}/search", json={"query": "蜜蜂 蜂蜜 bees honey"}, headers=pool
+    )
+    assert {h["id"] for h in found.json()["results"]} == {semantic}
+    context = await client.post(
+        "/v1/context", json={"relationship_id": rid, "query": "蜂蜜 焦虑"}, headers=pool
+    )
+    assert "焦虑" not in context.json()["context"]
+    assert "昨天聊了蜂蜜" not in context.json()["context"]
+    # The creator comes back: a turn with the creator's own key hands it back.
+    turn = {"turns": [{"session_id": "s", "role": "assistant", "text": "I'm back! 我回来了"}]}
+    back = await client.post(f"/v1/relationships/{rid}/turns", json=turn, headers=creator)
+    assert back.status_code == 202, back.text
+    reasons = await client.get(f"/v1/relationships/{rid}/ownership-events", headers=creator)
+    assert [e["reason"] for e in reasons.json()["items"]] == ["creator_silence", "creator_returned"]
+    assert (await client.get(f"/v1/relationships/{rid}", headers=pool)).status_code == 404
+    assert await pool_silent(resources, now) == 0  # answered since: it stays
+    audit = await client.get(
+        "/v1/audit",
+        params={"action": "ownership.transfer", "relationship_id": rid},
+        headers=tenant.admin,
+    )
+    assert [e["detail"]["automatic"] for e in audit.json()["items"]] == [True, False]

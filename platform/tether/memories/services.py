@@ -128,7 +128,9 @@ class MemoryService:
         return MemoryWriter(self._session, scope, self._embedder, self._invalidate, actor)
 
     def _visible(self) -> list[ColumnElement[bool]]:
-        found: list[ColumnElement[bool]] = [] if self._layers is None else [Memory.layer.in_(self._layers)]
+        found: list[ColumnElement[bool]] = (
+            [] if self._layers is None else [Memory.layer.in_(self._layers)]
+        )
         if may_see_private(self._enforcer, self._principal):
             return found
         return [*found, Memory.private_to_creator.is_(False)]

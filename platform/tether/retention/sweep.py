@@ -8,21 +8,19 @@ with what it removed (counts, never content)."""
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import delete, select, text, tuple_
+from sqlalchemy import delete, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tenancy.audit.log import SYSTEM, AuditLog
 from tenancy.ids import RelationshipId, RelationshipScope
 from tenancy.settings.schemas import RetentionSettings
 from tenancy.settings.services import current_settings
-from tether.core.database import transaction
 from tether.core.database_errors import DATABASE_ERRORS
 from tether.core.ids import TenantId
-from tether.core.tenant_sessions import tenant_transaction
+from tether.core.tenant_sessions import tenant_ids, tenant_transaction
 from tether.memories.writer import Invalidate, MemoryWriter
 from tether.recall.models import Memory
 from tether.retention.models import RetentionRun
@@ -166,13 +164,6 @@ async def sweep_tenant(
     for kind, cutoff, step in _plan(settings.retention, now, invalidate):
         removed[kind] = await run_kind(sessions, tenant_id, kind, cutoff, step, batch)
     return removed
-
-
-async def tenant_ids(sessions: async_sessionmaker[AsyncSession]) -> list[TenantId]:
-    """Every tenant (a system function of migration 0017: ids only)."""
-    async with transaction(sessions) as session:
-        rows = await session.execute(text("SELECT tether_tenant_ids()"))
-        return [TenantId(uuid.UUID(str(r[0]))) for r in rows]
 
 
 async def sweep(

@@ -267,6 +267,7 @@ class ErasureService(UserEraser):
             await _forget_in_redis(self._redis, self._hot_redis, erased)
 
         on_commit(self._session, after_commit)
+
         async def dequeue() -> None:
             await _forget_in_queue(self._broker_url, erased)
 
