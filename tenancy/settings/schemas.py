@@ -21,6 +21,23 @@ ALL_LAYERS: tuple[LayerName, ...] = ("working", "episodic", "semantic")
 Days = Annotated[int, msgspec.Meta(ge=1, le=36_500)]
 
 
+class MemoryTypeDays(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """Days after which memories of each type expire (a type left out: never)."""
+
+    profile: Days | None = None
+    preference: Days | None = None
+    fact: Days | None = None
+    event: Days | None = None
+    commitment: Days | None = None
+    emotion: Days | None = None
+    instruction: Days | None = None
+    summary: Days | None = None
+
+    def items(self) -> list[tuple[str, int]]:
+        pairs = msgspec.structs.asdict(self).items()
+        return [(name, days) for name, days in pairs if days is not None]
+
+
 class RetentionSettings(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=False):
     """How long things are kept (null: for ever)."""
 
@@ -28,7 +45,7 @@ class RetentionSettings(msgspec.Struct, forbid_unknown_fields=True, omit_default
     raw_turns_days: Days | None = None
     # Memories of these types expire (stop being recalled) this many days after they
     # were stored.
-    memory_type_days: dict[MemoryTypeName, Days] = msgspec.field(default_factory=dict)
+    memory_type_days: MemoryTypeDays = msgspec.field(default_factory=MemoryTypeDays)
     # How long audit events must be kept (decision 0046: recorded, not yet pruned).
     audit_years: Annotated[int, msgspec.Meta(ge=1, le=100)] | None = None
 

@@ -7,6 +7,7 @@ import typing
 
 from tenancy.settings.schemas import (
     LayerName,
+    MemoryTypeDays,
     MemoryTypeName,
     TenantSettingsDocument,
     parse_document,
@@ -16,6 +17,7 @@ from tether.recall.enums import MemoryLayer, MemoryType
 
 def test_memory_types_and_layers_match_the_content_plane() -> None:
     assert set(typing.get_args(MemoryTypeName)) == {t.value for t in MemoryType}
+    assert set(MemoryTypeDays.__struct_fields__) == {t.value for t in MemoryType}
     assert set(typing.get_args(LayerName)) == {layer.value for layer in MemoryLayer}
 
 

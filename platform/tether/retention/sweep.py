@@ -143,7 +143,7 @@ def _plan(
     plan: list[tuple[str, datetime, Step]] = []
     if retention.raw_turns_days is not None:
         plan.append((RAW_TURNS, now - timedelta(days=retention.raw_turns_days), purge_turns))
-    for memory_type, days in sorted(retention.memory_type_days.items()):
+    for memory_type, days in retention.memory_type_days.items():
         step = expire_memories(memory_type, invalidate)
         plan.append((f"memories:{memory_type}", now - timedelta(days=days), step))
     return plan

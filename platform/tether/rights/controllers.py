@@ -26,14 +26,14 @@ from tenancy.graph.services import GraphService
 from tenancy.relationships.directory import RelationshipDirectory
 from tether.core.errors import BadRequest
 from tether.core.resources import Resources
-from tether.core.text import text
+from tether.core.text import query, text
 from tether.recall.services import may_see_private
 from tether.rights import schemas as s
 from tether.rights.erasure import ErasureService
 from tether.rights.export import audited_relationship_export, export_user
 from tether.rights.forget import ForgetService
 
-Reason = Annotated[str, text(2000, min_length=3)]
+ReasonInQuery = Annotated[str | None, query(text(2000, min_length=3))]
 ERASE = policy("data_subject", "erase")
 
 
@@ -118,7 +118,7 @@ class UserExportController(Controller):
         principal: NamedDependency[Principal],
         db_session: NamedDependency[AsyncSession],
         resources: NamedDependency[Resources],
-        reason: FromQuery[Reason | None] = None,
+        reason: FromQuery[ReasonInQuery] = None,
     ) -> Stream:
         """Everything Tether holds about the user across relationships, as JSON lines
         (``kind`` says what each line is; the first line says whether the export is
