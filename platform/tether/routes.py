@@ -21,6 +21,7 @@ from tether.personas.controllers import PersonaProfileController
 from tether.privacy.controllers import PrivacyPatternController
 from tether.profiles.controllers import GlobalProfileController
 from tether.recall.controllers import SearchController
+from tether.retention.controllers import RetentionRunController
 from tether.rights.controllers import (
     AccessReportController,
     ForgetController,
@@ -48,6 +49,7 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     PrivacyPatternController,
     TenantLimitsController,
     TenantSettingsController,
+    RetentionRunController,
     PolicyController,
     AuditController,
     GlobalProfileController,

@@ -108,6 +108,7 @@ TABLE: dict[tuple[str, str], Route] = {
     ("PUT", "/v1/tenant/limits"): Route("ADDDD", body(lambda s: {"turns_per_day": 1000})),
     ("GET", "/v1/tenant/settings"): Route("ADDDD"),
     ("PUT", "/v1/tenant/settings"): Route("ADDDD", _settings_if_match),
+    ("GET", "/v1/tenant/retention-runs"): Route("ADDDD"),
     ("POST", "/v1/resolve"): Route(
         "AADDD",
         body(

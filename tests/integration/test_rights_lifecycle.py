@@ -271,6 +271,10 @@ async def test_retention_purges_old_turns_and_expires_old_memories_resumably(
     )
     details = {e["detail"]["kind"]: e["detail"]["removed"] for e in audit.json()["items"]}
     assert details == {"raw_turns": 5, "memories:event": 1}
+    runs = await client.get("/v1/tenant/retention-runs", headers=tenant.admin)
+    progress = {r["kind"]: (r["removed"], r["batches"]) for r in runs.json()["items"]}
+    assert progress == {"raw_turns": (5, 3), "memories:event": (1, 1)}
+    assert all(r["finished_at"] for r in runs.json()["items"])
 
 
 async def pool_silent(resources, now: datetime) -> int:
