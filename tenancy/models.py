@@ -20,9 +20,10 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
     func,
+    text,
     true,
 )
-from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tenancy.enums import OperatorKind, PolicyEffect, PrivacyMode, Role
@@ -190,12 +191,24 @@ class Relationship(TenantOwned, Base):
         _enum(PrivacyMode, "privacy_mode"), default=PrivacyMode.NORMAL
     )
     last_active_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # The ownership lifecycle (decision 0047): the user's latest turn and the creator's
+    # latest reply (an assistant turn while the creator operates it, or a turn sent with
+    # the creator's own key); the layers a pool operator inherits (null: the tenant's).
+    last_user_turn_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    creator_replied_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    pool_layers: Mapped[list[str] | None] = mapped_column(ARRAY(String(16)))
 
     __table_args__ = (
         UniqueConstraint("tenant_id", "user_facet_id", "creator_persona_id"),
         Index("ix_relationships_tenant_user", "tenant_id", "global_user_id"),
         Index("ix_relationships_tenant_persona", "tenant_id", "creator_persona_id"),
         Index("ix_relationships_tenant_creator", "tenant_id", "creator_id"),
+        Index(
+            "ix_relationships_creator_silence",
+            "tenant_id",
+            "last_user_turn_at",
+            postgresql_where=text("operator_kind = 'creator'"),
+        ),
     )
 
 
@@ -217,3 +230,16 @@ class OwnershipEvent(TenantOwned, Base):
     __table_args__ = (
         Index("ix_ownership_events_relationship", "tenant_id", "relationship_id", "created_at"),
     )
+
+
+class ErasureTombstone(Base):
+    """A relationship of an erased user (ids and a time only): a worker that finds one
+    for the relationship it is about to write to writes nothing (decision 0046)."""
+
+    __tablename__ = "erasure_tombstones"
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
+    )
+    relationship_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    created_at: Mapped[datetime] = _created()

@@ -37,6 +37,7 @@ TASK_MODULES = [
     "workers.tasks.memories",
     "workers.tasks.knowledge",
     "workers.tasks.audit",
+    "workers.tasks.rights",
 ]
 
 SWEEP_TASK = "sessions.sweep"
@@ -44,6 +45,8 @@ RECONCILE_TASK = "turns.reconcile"
 EXPIRY_TASK = "memories.expire"
 AUDIT_SEAL_TASK = "audit.seal"
 AUDIT_CHECKPOINT_TASK = "audit.checkpoint"
+RETENTION_TASK = "memories.retention_sweep"
+OWNERSHIP_TASK = "system.ownership_sweep"
 
 
 def create_celery(settings: Settings) -> Celery:
@@ -78,6 +81,14 @@ def create_celery(settings: Settings) -> Celery:
             "expire-memories": {
                 "task": EXPIRY_TASK,
                 "schedule": settings.memory.expiry_sweep_seconds,
+            },
+            "apply-retention": {
+                "task": RETENTION_TASK,
+                "schedule": settings.memory.retention_sweep_seconds,
+            },
+            "pool-silent-creators": {
+                "task": OWNERSHIP_TASK,
+                "schedule": settings.identity.ownership_sweep_seconds,
             },
             "requeue-stalled-documents": {
                 "task": STALLED_TASK,

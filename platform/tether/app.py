@@ -29,6 +29,7 @@ from tenancy.limits.middleware import rate_limits
 from tenancy.limits.quotas import Quotas
 from tenancy.limits.rates import RequestLimiter
 from tenancy.relationships.deps import provide_card_cache, provide_relationship_directory
+from tenancy.settings.cache import TenantSettingsCache
 from tether.api.after_response import after_response_middleware
 from tether.api.body import TetherRequest
 from tether.api.early_refusals import early_refusals
@@ -67,6 +68,9 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
     )
     app.state.tenant_limits = TenantLimitsCache(
         resources.sessions, settings.limits, settings.identity.tenant_settings_ttl_seconds
+    )
+    app.state.tenant_settings = TenantSettingsCache(
+        resources.sessions, settings.identity.tenant_settings_ttl_seconds
     )
     app.state.request_limiter = RequestLimiter(resources.redis, settings.limits.burst_seconds)
     app.state.quotas = Quotas(

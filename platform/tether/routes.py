@@ -11,6 +11,7 @@ from tenancy.graph.controllers import CreatorController, PersonaController, User
 from tenancy.limits.controllers import TenantLimitsController
 from tenancy.relationships.controllers import RelationshipController, UserRelationshipController
 from tenancy.resolve.controllers import ResolveController
+from tenancy.settings.controllers import TenantSettingsController
 from tether.api.metrics import MetricsController
 from tether.context.controllers import ContextController
 from tether.health.controllers import HealthController
@@ -23,9 +24,12 @@ from tether.privacy.controllers import PrivacyPatternController
 from tether.profiles.controllers import GlobalProfileController
 from tether.recall.controllers import SearchController
 from tether.recap.controllers import RecapController
+from tether.retention.controllers import RetentionRunController
 from tether.rights.controllers import (
+    AccessReportController,
     ForgetController,
     RelationshipExportController,
+    UserErasureController,
     UserExportController,
 )
 from tether.turns.controllers import TurnController
@@ -52,12 +56,16 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     RecapController,
     PrivacyPatternController,
     TenantLimitsController,
+    TenantSettingsController,
+    RetentionRunController,
     PolicyController,
     AuditController,
     GlobalProfileController,
     ForgetController,
     UserExportController,
     RelationshipExportController,
+    UserErasureController,
+    AccessReportController,
     KnowledgeBaseController,
     KnowledgeDocumentController,
 ]

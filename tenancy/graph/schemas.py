@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Annotated
 
 import msgspec
 
 from tenancy.resolve.schemas import ExternalId
-from tether.core.text import DisplayName
+from tether.core.text import DisplayName, text
 
 
 class UserCreate(msgspec.Struct, forbid_unknown_fields=True):
@@ -91,6 +92,17 @@ class PersonaPage(msgspec.Struct):
 
 
 class ErasureResult(msgspec.Struct):
+    """The erasure receipt: what each store held of the user and no longer does."""
+
     global_user_id: uuid.UUID
     relationships: int
     erased: bool
+    # Rows or keys removed per store (Postgres tables; Redis caches, working memory,
+    # hot partitions and dedup keys; queued tasks taken off the queue).
+    stores: dict[str, int] = msgspec.field(default_factory=dict)
+
+
+class ErasureRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """An erasure performed on the user's behalf (a compliance officer): why."""
+
+    reason: Annotated[str, text(2000, min_length=3)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from litestar import Controller, get, patch, post
+from litestar import Controller, get, patch, post, put
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, FromQuery, JSONBody
 
@@ -63,6 +63,21 @@ class RelationshipController(Controller):
     ) -> s.OwnershipEventRead:
         """Hand the relationship to the creator or a pool operator; memory stays."""
         return await relationship_service.transfer(relationship_id, data)
+
+    @put(
+        "/{relationship_id:uuid}/pool-inheritance",
+        operation_id="PutPoolInheritance",
+        opt=policy("ownership", "write"),
+    )
+    async def pool_inheritance(
+        self,
+        relationship_id: FromPath[uuid.UUID],
+        data: JSONBody[s.PoolInheritance],
+        relationship_service: Relationships,
+    ) -> s.RelationshipRead:
+        """Choose the memory layers a pool operator inherits while it operates this
+        relationship (creator or admin); private notes are never inherited."""
+        return await relationship_service.set_pool_inheritance(relationship_id, data)
 
     @get("/{relationship_id:uuid}/ownership-events", operation_id="ListOwnershipEvents", opt=READ)
     async def events(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from litestar.datastructures import State
 from litestar.di import NamedDependency
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -9,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenancy.access.principal import Principal
 from tenancy.relationships.directory import CardCache, RelationshipDirectory
 from tenancy.relationships.services import RelationshipService
+from tenancy.settings.cache import TenantSettingsCache
 from tether.core.settings import Settings
 
 
@@ -27,8 +29,10 @@ def provide_relationship_service(
 
 
 def provide_relationship_directory(
+    state: State,
     db_session: NamedDependency[AsyncSession],
     principal: NamedDependency[Principal],
     card_cache: NamedDependency[CardCache],
 ) -> RelationshipDirectory:
-    return RelationshipDirectory(db_session, card_cache, principal)
+    settings: TenantSettingsCache | None = getattr(state, "tenant_settings", None)
+    return RelationshipDirectory(db_session, card_cache, principal, settings)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 
 import msgspec
 from redis.asyncio import Redis
@@ -24,6 +25,8 @@ from tenancy.enums import OperatorKind, PrivacyMode
 from tenancy.errors import RelationshipNotFound
 from tenancy.ids import RelationshipId, RelationshipScope
 from tenancy.models import Creator, Relationship
+from tenancy.settings.cache import TenantSettingsCache
+from tenancy.settings.schemas import ALL_LAYERS
 from tether.core.ids import TenantId
 from tether.core.redis_client import as_bytes
 from tether.core.telemetry import annotate, traced
@@ -43,6 +46,9 @@ class RelationshipCard(msgspec.Struct, array_like=True, frozen=True):
     operator_kind: OperatorKind
     operator_id: str | None
     privacy_mode: PrivacyMode
+    # The memory layers a pool operator inherits (null: the tenant's setting); last, with
+    # a default, so cards cached by an earlier release still decode.
+    pool_layers: tuple[str, ...] | None = None
 
     @property
     def scope(self) -> RelationshipScope:
@@ -91,6 +97,7 @@ def card_of(relationship: Relationship, creator_external_id: str) -> Relationshi
         operator_kind=relationship.operator_kind,
         operator_id=relationship.operator_id,
         privacy_mode=relationship.privacy_mode,
+        pool_layers=None if relationship.pool_layers is None else tuple(relationship.pool_layers),
     )
 
 
@@ -126,11 +133,36 @@ class CardCache:
 class RelationshipDirectory:
     """Opens a relationship for a principal: the card if the principal may see it."""
 
-    def __init__(self, session: AsyncSession, cache: CardCache, principal: Principal) -> None:
+    def __init__(
+        self,
+        session: AsyncSession,
+        cache: CardCache,
+        principal: Principal,
+        tenant_settings: TenantSettingsCache | None = None,
+    ) -> None:
         self._session = session
         self._cache = cache
         self._principal = principal
+        self._tenant_settings = tenant_settings
         self.redis_degraded = False
+
+    async def inherited_layers(
+        self, card: RelationshipCard, requested: Sequence[str] | None = None
+    ) -> list[str] | None:
+        """The memory layers this key may read in the relationship: all (None) unless it
+        is the pool operator operating it, which inherits only the layers the creator
+        chose for it, or the tenant's default (decision 0047). Narrows ``requested``."""
+        if not Reach(self._principal).operates(card.operator_kind, card.operator_id):
+            return None if requested is None else list(requested)
+        inherited: Sequence[str] = card.pool_layers or ()
+        if card.pool_layers is None:
+            inherited = ALL_LAYERS
+            if self._tenant_settings is not None:
+                document = await self._tenant_settings.get(TenantId(card.tenant_id))
+                inherited = document.ownership.pool_inherits_layers
+        if requested is None:
+            return list(inherited)
+        return [layer for layer in requested if layer in inherited]
 
     @traced("relationship.open")
     async def open(self, relationship_id: uuid.UUID) -> RelationshipCard:

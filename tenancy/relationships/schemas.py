@@ -10,6 +10,7 @@ import msgspec
 
 from tenancy.enums import OperatorKind, PrivacyMode
 from tenancy.resolve.schemas import ExternalId
+from tenancy.settings.schemas import LayerName
 from tether.core.text import text
 
 
@@ -25,6 +26,9 @@ class RelationshipRead(msgspec.Struct):
     privacy_mode: PrivacyMode
     last_active_at: datetime | None
     created_at: datetime
+    last_user_turn_at: datetime | None = None
+    creator_replied_at: datetime | None = None
+    pool_layers: list[str] | None = None
 
 
 class RelationshipPage(msgspec.Struct):
@@ -61,3 +65,10 @@ class OwnershipEventRead(msgspec.Struct):
 class OwnershipEventPage(msgspec.Struct):
     items: list[OwnershipEventRead]
     next_cursor: str | None
+
+
+class PoolInheritance(msgspec.Struct, forbid_unknown_fields=True):
+    """The memory layers a pool operator inherits in this relationship (null: the
+    tenant's ``ownership.pool_inherits_layers``). Private notes are never inherited."""
+
+    layers: Annotated[list[LayerName], msgspec.Meta(max_length=3)] | None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -15,6 +14,7 @@ from tenancy.graph.repositories import UserRepository
 from tenancy.models import OwnershipEvent, Relationship
 from tenancy.relationships import schemas as s
 from tenancy.relationships.directory import CardCache, load_card, publish_on_commit
+from tenancy.relationships.lifecycle import move_operator
 from tenancy.relationships.repositories import OwnershipEventRepository, RelationshipRepository
 from tether.core.pagination import decode_cursor, next_cursor
 
@@ -32,6 +32,9 @@ def _read(row: Relationship) -> s.RelationshipRead:
         privacy_mode=row.privacy_mode,
         last_active_at=row.last_active_at,
         created_at=row.created_at,
+        last_user_turn_at=row.last_user_turn_at,
+        creator_replied_at=row.creator_replied_at,
+        pool_layers=None if row.pool_layers is None else list(row.pool_layers),
     )
 
 
@@ -113,31 +116,32 @@ class RelationshipService:
         """Hand the relationship to another operator. Its memory stays where it is: memory
         belongs to the relationship, not to whoever operates it."""
         relationship = await self.require(relationship_id)
-        event = await self._events.add(
-            relationship_id=relationship.id,
-            from_kind=relationship.operator_kind,
-            from_id=relationship.operator_id,
-            to_kind=data.to.kind,
-            to_id=data.to.id,
-            reason=data.reason,
-            actor_key_id=self._principal.key_id,
+        to = (data.to.kind, data.to.id)
+        actor = Actor.of(self._principal)
+        event = await move_operator(
+            self._session, relationship, to, data.reason, actor, self._cards
         )
-        relationship.operator_kind = data.to.kind
-        relationship.operator_id = data.to.id
-        relationship.ownership_changed_at = datetime.now(UTC)
+        await self._session.refresh(event)
+        return _event(event)
+
+    async def set_pool_inheritance(
+        self, relationship_id: uuid.UUID, data: s.PoolInheritance
+    ) -> s.RelationshipRead:
+        """Choose which memory layers a pool operator inherits (the creator's choice)."""
+        relationship = await self.require(relationship_id)
+        relationship.pool_layers = None if data.layers is None else sorted(set(data.layers))
         await self._session.flush()
         await self._publish(relationship)
         await AuditLog(self._session).record(
             relationship.tenant_id,
             Actor.of(self._principal),
-            "ownership.transfer",
-            "identity",
+            "ownership.inheritance",
+            "ownership",
             relationship_id=relationship.id,
             global_user_id=relationship.global_user_id,
-            detail={"from": [event.from_kind, event.from_id], "to": [event.to_kind, event.to_id]},
+            detail={"layers": relationship.pool_layers},
         )
-        await self._session.refresh(event)
-        return _event(event)
+        return _read(relationship)
 
     async def _publish(self, relationship: Relationship) -> None:
         """The write and read paths authorise from the cached card: replace it at commit."""

@@ -63,6 +63,18 @@ async def _checkpoint(side: Side, _: dict[str, str]) -> dict[str, Any]:
     return {"json": made.json()}
 
 
+async def _with_reason(_: Side, __: dict[str, str]) -> dict[str, Any]:
+    return {"params": {"reason": "data-subject access request"}}
+
+
+async def _settings_if_match(side: Side, _: dict[str, str]) -> dict[str, Any]:
+    current = await side.tenant.client.get("/v1/tenant/settings", headers=side.tenant.admin)
+    return {
+        "json": {"ownership": {"creator_silence_hours": 48}},
+        "headers": {"If-Match": current.headers["etag"]},
+    }
+
+
 async def _forget_token(side: Side, caller: dict[str, str]) -> dict[str, Any]:
     """A token previewed by the caller (a token is the previewing key's), or, where the
     caller may not preview, the gateway's."""
@@ -104,6 +116,9 @@ TABLE: dict[tuple[str, str], Route] = {
     ("PUT", "/v1/tenant/session-defaults"): Route(
         "ADDDD", body(lambda s: {"memory_enabled": True})
     ),
+    ("GET", "/v1/tenant/settings"): Route("ADDDD"),
+    ("PUT", "/v1/tenant/settings"): Route("ADDDD", _settings_if_match),
+    ("GET", "/v1/tenant/retention-runs"): Route("ADDDD"),
     ("POST", "/v1/resolve"): Route(
         "AADDD",
         body(
@@ -141,6 +156,7 @@ TABLE: dict[tuple[str, str], Route] = {
         "AADDD", body(lambda s: {"to": {"kind": "pool", "id": "op-9"}}), fresh="relationship"
     ),
     ("GET", R + "/ownership-events"): Route("AAOOD"),
+    ("PUT", R + "/pool-inheritance"): Route("ADODD", body(lambda s: {"layers": ["semantic"]})),
     ("GET", R + "/turns"): Route("DAOOD"),
     ("POST", R + "/turns"): Route("DAODD", body(lambda s: TURNS)),
     ("POST", R + "/sessions/{session_id:str}/end"): Route("DAODD"),
@@ -184,8 +200,12 @@ TABLE: dict[tuple[str, str], Route] = {
     ),
     ("POST", R + "/forget"): Route("DAODD", body(lambda s: {"memory_ids": [s.memory_id]})),
     ("POST", R + "/forget/confirm"): Route("DAODD", _forget_token, fresh="relationship"),
-    ("GET", U + "/export"): Route("AADDA"),
+    ("GET", U + "/export"): Route("AADDA", _with_reason),
     ("GET", R + "/export"): Route("AADDA"),
+    ("POST", U + "/erasure"): Route(
+        "ADDDA", body(lambda s: {"reason": "data-subject request 删除"}), fresh="relationship"
+    ),
+    ("GET", U + "/access-report"): Route("ADDDA"),
     ("GET", U + "/consent"): Route("AADDD"),
     ("PUT", U + "/consent"): Route(
         "AADDD", body(lambda s: {"scopes": ["profile"], "source": "settings page"})

@@ -358,7 +358,15 @@ async def test_erasure_leaves_nothing_of_the_user_in_postgres_or_redis(
     ).status_code == 403  # admin only
     erased = await client.delete(f"/v1/users/{user}", headers=tenant.admin)
     assert erased.status_code == 200, erased.text
-    assert erased.json() == {"global_user_id": user, "relationships": 1, "erased": True}
+    receipt = erased.json()
+    assert (receipt["global_user_id"], receipt["relationships"], receipt["erased"]) == (
+        user,
+        1,
+        True,
+    )
+    assert receipt["stores"]["memories"] == 1
+    assert receipt["stores"]["consent_records"] == 1
+    assert receipt["stores"]["redis_hot_partitions"] >= 1
     async with superuser.connect() as conn:
         tables = (
             (

@@ -127,7 +127,9 @@ async def test_a_gateway_export_withholds_private_notes_and_says_so(world) -> No
     assert "贵宾" not in gateway.text
     assert side.memory_id in {line.get("id") for line in lines if line["kind"] == "memory"}
     for role in ("admin", "compliance"):
-        full = await tenant.client.get(path, headers=tenant.keys[role])
+        # A compliance key acts on the user's behalf: it says why (docs/compliance-rights.md).
+        reason = {"reason": "subject access request 访问请求"}
+        full = await tenant.client.get(path, params=reason, headers=tenant.keys[role])
         assert full.status_code == 200
         lines = _export(full.text)
         assert lines[0]["complete"] is True

@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import case, func, or_, update
 
+from tenancy.enums import OperatorKind
 from tenancy.ids import RelationshipId, RelationshipScope
 from tenancy.models import Relationship
 from tether.core.ids import TenantId
@@ -27,20 +28,44 @@ def scope_of(tenant_id: str, relationship_id: str) -> RelationshipScope:
     )
 
 
+def _activity(inserted: list[PendingTurn]) -> dict[str, Any]:
+    """What stored turns change on their relationship: when it was last active, when the
+    user last wrote, and when the creator last replied (an assistant turn while the
+    creator operates it: the 72-hour rule, decision 0047). NULLs are ignored by greatest."""
+    latest = max(t.at for t in inserted)
+    users = [t.at for t in inserted if t.role == "user"]
+    replies = [t.at for t in inserted if t.role == "assistant"]
+    values: dict[str, Any] = {"last_active_at": func.greatest(Relationship.last_active_at, latest)}
+    changed = [Relationship.last_active_at.is_(None), Relationship.last_active_at < latest]
+    if users:
+        values["last_user_turn_at"] = func.greatest(Relationship.last_user_turn_at, max(users))
+        changed += [
+            Relationship.last_user_turn_at.is_(None),
+            Relationship.last_user_turn_at < max(users),
+        ]
+    if replies:
+        by_creator = Relationship.operator_kind == OperatorKind.CREATOR
+        values["creator_replied_at"] = case(
+            (by_creator, func.greatest(Relationship.creator_replied_at, max(replies))),
+            else_=Relationship.creator_replied_at,
+        )
+        changed.append(by_creator)
+    return {"values": values, "changed": or_(*changed)}
+
+
 async def _persist(resources: Resources, scope: RelationshipScope, turns: list[PendingTurn]) -> int:
     async with tenant_transaction(resources.sessions, scope.tenant_id) as session:
         inserted = await store_turns(session, scope, turns)
         if inserted:
-            latest = max(t.at for t in inserted)
+            activity = _activity(inserted)
             await session.execute(
                 update(Relationship)
                 .where(
                     Relationship.tenant_id == scope.tenant_id,
                     Relationship.id == scope.relationship_id,
-                    (Relationship.last_active_at.is_(None))
-                    | (Relationship.last_active_at < latest),
+                    activity["changed"],
                 )
-                .values(last_active_at=latest)
+                .values(**activity["values"])
             )
     return len(inserted)
 

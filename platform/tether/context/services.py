@@ -160,6 +160,7 @@ class ContextService:
                 card.scope,
                 request.query,
                 budgets.memory_candidates,
+                layers=await self._directory.inherited_layers(card),
                 include_private=may_see_private(self._enforcer, self._principal),
                 reinforce=not dry_run,
             )

@@ -107,6 +107,8 @@ class IdentitySettings(BaseModel):
     card_ttl_seconds: int = Field(default=3600, ge=10)
     # Tenant settings (privacy patterns) are re-read this often per process.
     tenant_settings_ttl_seconds: float = Field(default=30.0, ge=0)
+    # The ownership lifecycle's sweep (silent creators' relationships to the pool).
+    ownership_sweep_seconds: float = Field(default=900.0, gt=0)
 
 
 class AccessSettings(BaseModel):
@@ -217,6 +219,8 @@ class MemorySettings(BaseModel):
     reinforce_step: float = Field(default=0.5, ge=0)
     max_strength: float = Field(default=10.0, ge=1)
     expiry_sweep_seconds: float = Field(default=300.0, gt=0)
+    # The retention sweep (tenant settings' ``retention``): daily by default.
+    retention_sweep_seconds: float = Field(default=86_400.0, gt=0)
     summary_max_chars: int = Field(default=280, ge=40)
 
 

@@ -3,12 +3,14 @@ one tenant so row-level security holds them to it like a request."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from tether.core.database import TENANT_INFO
+from tether.core.database import TENANT_INFO, transaction
 from tether.core.ids import TenantId
 from tether.core.unit_of_work import run_after_commit
 
@@ -33,3 +35,11 @@ async def tenant_transaction(
         async with session.begin():
             yield session
         await run_after_commit(session)
+
+
+async def tenant_ids(factory: async_sessionmaker[AsyncSession]) -> list[TenantId]:
+    """Every tenant's id, for the periodic sweeps that go tenant by tenant (a system
+    function of migration 0017: ids only)."""
+    async with transaction(factory) as session:
+        rows = await session.execute(text("SELECT tether_tenant_ids()"))
+        return [TenantId(uuid.UUID(str(row[0]))) for row in rows]

@@ -114,6 +114,7 @@ class MemoryService:
         self._support_view = support_view
         self._session = session
         self._directory = directory
+        self._layers: list[str] | None = None
         self._principal = principal
         self._enforcer = enforcer
         self._embedder = embedder
@@ -123,7 +124,10 @@ class MemoryService:
         self._privacy = privacy or TenantFilters(settings.identity.tenant_settings_ttl_seconds)
 
     async def _scope(self, relationship_id: uuid.UUID) -> RelationshipScope:
-        return (await self._directory.open(relationship_id)).scope
+        card = await self._directory.open(relationship_id)
+        # A pool operator reads only the layers it inherits (decision 0047).
+        self._layers = await self._directory.inherited_layers(card)
+        return card.scope
 
     async def _read(self, relationship_id: uuid.UUID) -> RelationshipCard:
         return await self._directory.open(relationship_id)
@@ -142,16 +146,21 @@ class MemoryService:
         return MemoryWriter(self._session, scope, self._embedder, self._invalidate, actor, by)
 
     def _visible(self) -> list[ColumnElement[bool]]:
+        found: list[ColumnElement[bool]] = (
+            [] if self._layers is None else [Memory.layer.in_(self._layers)]
+        )
         if may_see_private(self._enforcer, self._principal):
-            return []
-        return [Memory.private_to_creator.is_(False)]
+            return found
+        return [*found, Memory.private_to_creator.is_(False)]
 
     async def _require(
         self, scope: RelationshipScope, memory_id: uuid.UUID, *, for_update: bool = False
     ) -> Memory:
         memory = await MemoryRepository(self._session, scope).get(memory_id, for_update=for_update)
-        if memory is None or (
-            memory.private_to_creator and not may_see_private(self._enforcer, self._principal)
+        if (
+            memory is None
+            or (memory.private_to_creator and not may_see_private(self._enforcer, self._principal))
+            or (self._layers is not None and memory.layer not in self._layers)
         ):
             raise MemoryNotFound(f"no memory {memory_id}")
         return memory

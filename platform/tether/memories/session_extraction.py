@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.enums import PrivacyMode
+from tenancy.graph.tombstones import is_erased
 from tenancy.ids import RelationshipScope
 from tenancy.models import Relationship
 from tether.core.ids import new_id
@@ -104,6 +105,8 @@ class SessionExtraction:
 
     async def run(self, session_id: str) -> ExtractionReport:
         sessions = ChatSessionRepository(self._session, self._scope)
+        if await is_erased(self._session, self._scope):
+            return ExtractionReport("skipped")  # its user was erased: write nothing
         if await sessions.claim_for_extraction(session_id) is None:
             return ExtractionReport("skipped")  # not ended, already done, or being done
         now = datetime.now(UTC)

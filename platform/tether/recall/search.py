@@ -37,7 +37,9 @@ class SearchService:
             request.query,
             request.k,
             types=[t.value for t in request.types] if request.types else None,
-            layers=[layer.value for layer in request.layers] if request.layers else None,
+            layers=await self._directory.inherited_layers(
+                card, [layer.value for layer in request.layers] if request.layers else None
+            ),
             include_private=may_see_private(self._enforcer, self._principal),
         )
         degraded = (["redis"] if self._directory.redis_degraded else []) + [

@@ -175,7 +175,9 @@ class Recall:
         ranked = self._rank(
             partition, tokens, vector, k, visible & partition.allowed(types, layers), now
         )
-        latest = partition.latest_summary(visible)
+        # A caller held to some layers (a pool operator) gets no summary from others.
+        summarised = visible if layers is None else visible & partition.allowed(None, layers)
+        latest = partition.latest_summary(summarised)
         ranked_ms = _ms(ranking_started)
         texts_started = time.perf_counter()
         allowed = _Allowed(now, include_private, types, layers)

@@ -44,3 +44,22 @@ class ForgetConfirm(msgspec.Struct, forbid_unknown_fields=True):
 class ForgetResult(msgspec.Struct):
     forgotten: int
     hard: bool
+
+
+class AccessReportEntry(msgspec.Struct):
+    """Accesses to one user's data, grouped by relationship, actor, action and decision."""
+
+    relationship_id: uuid.UUID | None
+    actor_role: str | None
+    actor_key_id: uuid.UUID | None
+    action: str
+    object: str
+    decision: str
+    count: int
+    first_at: datetime
+    last_at: datetime
+
+
+class AccessReport(msgspec.Struct):
+    global_user_id: uuid.UUID
+    items: list[AccessReportEntry]

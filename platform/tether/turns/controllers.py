@@ -8,8 +8,14 @@ from litestar import Controller, get, post
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.status_codes import HTTP_202_ACCEPTED
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.guard import policy
+from tenancy.access.principal import Principal
+from tenancy.audit.log import Actor
+from tenancy.enums import Role
+from tenancy.relationships.directory import CardCache
+from tenancy.relationships.lifecycle import creator_returned
 from tether.core.pagination import DEFAULT_LIMIT, Cursor, Limit
 from tether.core.text import IdentifierInPath, IdentifierInQuery
 from tether.turns.deps import provide_ingest_service, provide_session_service
@@ -37,10 +43,19 @@ class TurnController(Controller):
         relationship_id: FromPath[uuid.UUID],
         data: JSONBody[TurnBatch],
         ingest_service: NamedDependency[IngestService],
+        principal: NamedDependency[Principal],
+        db_session: NamedDependency[AsyncSession],
+        card_cache: NamedDependency[CardCache],
     ) -> TurnBatchResult:
         """Accept 1..100 turns; durable storage and extraction happen in workers.
-        Each result says accepted / duplicate (with the stored turn's id) / dropped."""
-        return await ingest_service.ingest(relationship_id, data)
+        Each result says accepted / duplicate (with the stored turn's id) / dropped.
+        Turns sent with the creator's own key are the creator's: a relationship pooled
+        for the creator's silence goes back to the creator."""
+        result = await ingest_service.ingest(relationship_id, data)
+        if principal.role == Role.CREATOR:
+            tenant_id, actor = principal.tenant_id, Actor.of(principal)
+            await creator_returned(db_session, tenant_id, relationship_id, actor, card_cache)
+        return result
 
     @get("/turns", operation_id="ListTurns", opt=policy("relationship_memory", "read"))
     async def list_turns(

@@ -40,6 +40,8 @@ class Turn(Base):
             postgresql_where=text("idempotency_key IS NOT NULL"),
         ),
         Index("ix_turns_session", "relationship_id", "session_id", "id"),
+        # Raw turns by age, for the retention sweep (decision 0046).
+        Index("ix_turns_tenant_at", "tenant_id", "at"),
         partition_by_relationship(),
     )
 

@@ -13,6 +13,7 @@ from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.enums import PrivacyMode
+from tenancy.graph.tombstones import is_erased
 from tenancy.ids import RelationshipScope
 from tenancy.limits.quotas import Quotas
 from tenancy.limits.values import LimitName
@@ -54,11 +55,16 @@ async def store_turns(
     session: AsyncSession, scope: RelationshipScope, turns: Sequence[PendingTurn]
 ) -> list[PendingTurn]:
     """Make turns durable (the worker's job, and the API's when the queue is away):
-    insert what is new, count it into its sessions. Returns the turns inserted.
+    insert what is new, count it into its sessions. Returns the turns inserted: none
+    for a relationship whose user was erased (a message that arrived after the erasure
+    writes nothing).
 
     Each turn is stored with its memory flag decided (its capture's, else its
     session's, persona's or tenant's); where the tenant keeps no turns captured with
     memory off, those are not stored at all."""
+    if await is_erased(session, scope):
+        log.info("turns for erased relationship %s dropped", scope.relationship_id)
+        return []
     turns = await _with_memory_flags(session, scope, turns)
     inserted = await TurnRepository(session, scope).insert(turns)
     await ChatSessionRepository(session, scope).record(activity_of(inserted))

@@ -976,6 +976,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/relationships/{relationship_id}/pool-inheritance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Put pool inheritance
+         * @description Choose the memory layers a pool operator inherits while it operates this
+         *     relationship (creator or admin); private notes are never inherited.
+         */
+        put: operations["PutPoolInheritance"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/relationships/{relationship_id}/recap": {
         parameters: {
             query?: never;
@@ -1105,6 +1126,8 @@ export interface paths {
          * Ingest turns
          * @description Accept 1..100 turns; durable storage and extraction happen in workers.
          *     Each result says accepted / duplicate (with the stored turn's id) / dropped.
+         *     Turns sent with the creator's own key are the creator's: a relationship pooled
+         *     for the creator's silence goes back to the creator.
          */
         post: operations["IngestTurns"];
         delete?: never;
@@ -1184,6 +1207,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenant/retention-runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List retention runs
+         * @description Each retention kind's last run: its cutoff, what it removed, in how many
+         *     batches, and whether it finished (what it removed is also audited).
+         */
+        get: operations["ListRetentionRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tenant/session-defaults": {
         parameters: {
             query?: never;
@@ -1201,6 +1245,32 @@ export interface paths {
          * @description Replace the tenant's session defaults.
          */
         put: operations["PutSessionDefaults"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenant/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get tenant settings
+         * @description The settings in force (retention, ownership); the ETag is what a PUT sends.
+         */
+        get: operations["GetTenantSettings"];
+        /**
+         * Put tenant settings
+         * @description Replace the settings as a new version (412 if they changed since you read
+         *     them). Workers and other processes apply them within
+         *     ``TETHER_IDENTITY__TENANT_SETTINGS_TTL_SECONDS``. Audited.
+         */
+        put: operations["PutTenantSettings"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1257,6 +1327,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/{user_id}/access-report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get user access report
+         * @description Every recorded access to the user's data across all their relationships,
+         *     grouped by relationship, role, key, action and decision (newest first, up to
+         *     500 groups). Ids and decisions only: no memory content.
+         */
+        get: operations["GetUserAccessReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/{user_id}/consent": {
         parameters: {
             query?: never;
@@ -1282,6 +1374,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/{user_id}/erasure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase user with reason
+         * @description Erase the user on their behalf (admin or compliance), recording why: the
+         *     receipt counts what each store held. Same erasure as ``DELETE /v1/users/{id}``.
+         */
+        post: operations["EraseUserWithReason"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/{user_id}/export": {
         parameters: {
             query?: never;
@@ -1293,7 +1406,8 @@ export interface paths {
          * Export user
          * @description Everything Tether holds about the user across relationships, as JSON lines
          *     (``kind`` says what each line is; the first line says whether the export is
-         *     complete or which kinds of rows this key may not receive). Audited.
+         *     complete or which kinds of rows this key may not receive). Audited, with the
+         *     ``reason`` a compliance key must give (it acts on the user's behalf).
          */
         get: operations["ExportUser"];
         put?: never;
@@ -1413,6 +1527,26 @@ export interface components {
         AccessPage: {
             items: components["schemas"]["AccessEventRead"][];
             next_cursor: string | null;
+        };
+        /** AccessReport */
+        AccessReport: {
+            /** Format: uuid */
+            global_user_id: string;
+            items: components["schemas"]["AccessReportEntry"][];
+        };
+        /** AccessReportEntry */
+        AccessReportEntry: {
+            action: string;
+            actor_key_id: string | null;
+            actor_role: string | null;
+            count: number;
+            decision: string;
+            /** Format: date-time */
+            first_at: string;
+            /** Format: date-time */
+            last_at: string;
+            object: string;
+            relationship_id: string | null;
         };
         /** ApiKeyCreate */
         ApiKeyCreate: {
@@ -1707,12 +1841,19 @@ export interface components {
             /** Format: binary */
             file: string;
         };
+        /** ErasureRequest */
+        ErasureRequest: {
+            reason: string;
+        };
         /** ErasureResult */
         ErasureResult: {
             erased: boolean;
             /** Format: uuid */
             global_user_id: string;
             relationships: number;
+            stores?: {
+                [key: string]: number;
+            };
         };
         /** ExplanationRead */
         ExplanationRead: {
@@ -1987,6 +2128,17 @@ export interface components {
          * @enum {string}
          */
         MemoryType: "profile" | "preference" | "fact" | "event" | "commitment" | "emotion" | "instruction" | "summary";
+        /** MemoryTypeDays */
+        MemoryTypeDays: {
+            commitment?: number | null;
+            emotion?: number | null;
+            event?: number | null;
+            fact?: number | null;
+            instruction?: number | null;
+            preference?: number | null;
+            profile?: number | null;
+            summary?: number | null;
+        };
         /** MemoryUpdate */
         MemoryUpdate: {
             content?: string | null;
@@ -2052,6 +2204,16 @@ export interface components {
             relationship_id: string;
             to_id: string;
             to_kind: components["schemas"]["OperatorKind"];
+        };
+        /** OwnershipSettings */
+        OwnershipSettings: {
+            /** @default true */
+            auto_pool?: boolean;
+            /** @default 72 */
+            creator_silence_hours?: number;
+            pool_inherits_layers?: ("working" | "episodic" | "semantic")[];
+            /** @default proxy-pool */
+            pool_operator_id?: string;
         };
         /** PersonaCreate */
         PersonaCreate: {
@@ -2143,6 +2305,10 @@ export interface components {
          * @enum {string}
          */
         PolicyEffect: "allow" | "deny";
+        /** PoolInheritance */
+        PoolInheritance: {
+            layers: ("working" | "episodic" | "semantic")[] | null;
+        };
         /** PreviewCandidate */
         PreviewCandidate: {
             confidence: number;
@@ -2320,15 +2486,18 @@ export interface components {
             creator_id: string;
             /** Format: uuid */
             creator_persona_id: string;
+            creator_replied_at?: string | null;
             /** Format: uuid */
             global_user_id: string;
             /** Format: uuid */
             id: string;
             last_active_at: string | null;
+            last_user_turn_at?: string | null;
             operator_id: string;
             operator_kind: components["schemas"]["OperatorKind"];
             /** Format: date-time */
             ownership_changed_at: string;
+            pool_layers?: string[] | null;
             privacy_mode: components["schemas"]["PrivacyMode"];
             /** Format: uuid */
             user_facet_id: string;
@@ -2357,6 +2526,29 @@ export interface components {
             relationship_id: string;
             /** Format: uuid */
             user_facet_id: string;
+        };
+        /** RetentionRunList */
+        RetentionRunList: {
+            items: components["schemas"]["RetentionRunRead"][];
+        };
+        /** RetentionRunRead */
+        RetentionRunRead: {
+            batches: number;
+            /** Format: date-time */
+            cutoff: string;
+            finished_at: string | null;
+            kind: string;
+            removed: number;
+            /** Format: date-time */
+            started_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** RetentionSettings */
+        RetentionSettings: {
+            audit_years?: number | null;
+            memory_type_days?: components["schemas"]["MemoryTypeDays"];
+            raw_turns_days?: number | null;
         };
         /**
          * Role
@@ -2500,6 +2692,21 @@ export interface components {
         /** TenantPolicyRules */
         TenantPolicyRules: {
             rules: components["schemas"]["TenantPolicyRule"][];
+        };
+        /** TenantSettingsRead */
+        TenantSettingsRead: {
+            ownership: components["schemas"]["OwnershipSettings"];
+            retention: components["schemas"]["RetentionSettings"];
+            updated_at: string | null;
+            updated_by_key_id: string | null;
+            version: number;
+        };
+        /** TenantSettingsWrite */
+        TenantSettingsWrite: {
+            ownership?: components["schemas"]["OwnershipSettings"];
+            /** @default  */
+            reason?: string;
+            retention?: components["schemas"]["RetentionSettings"];
         };
         /** TransferRequest */
         TransferRequest: {
@@ -8027,6 +8234,112 @@ export interface operations {
             };
         };
     };
+    PutPoolInheritance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                relationship_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PoolInheritance"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RelationshipRead"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such object, or one out of this key's reach: both answer 404 (`*_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than this deployment accepts (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The tenant's data lives in another region; this deployment refuses its writes (`wrong_region`). */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     GetRecap: {
         parameters: {
             query?: {
@@ -9304,6 +9617,70 @@ export interface operations {
             };
         };
     };
+    ListRetentionRuns: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionRunList"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     GetSessionDefaults: {
         parameters: {
             query?: never;
@@ -9388,6 +9765,167 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SessionDefaults"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than this deployment accepts (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The tenant's data lives in another region; this deployment refuses its writes (`wrong_region`). */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    GetTenantSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantSettingsRead"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    PutTenantSettings: {
+        parameters: {
+            query?: never;
+            header?: {
+                "If-Match"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TenantSettingsWrite"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantSettingsRead"];
                 };
             };
             /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
@@ -9820,6 +10358,90 @@ export interface operations {
             };
         };
     };
+    GetUserAccessReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessReport"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such object, or one out of this key's reach: both answer 404 (`*_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     GetConsent: {
         parameters: {
             query?: never;
@@ -10010,9 +10632,108 @@ export interface operations {
             };
         };
     };
-    ExportUser: {
+    EraseUserWithReason: {
         parameters: {
             query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ErasureRequest"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureResult"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such object, or one out of this key's reach: both answer 404 (`*_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than this deployment accepts (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ExportUser: {
+        parameters: {
+            query?: {
+                reason?: string | null;
+            };
             header?: never;
             path: {
                 user_id: string;

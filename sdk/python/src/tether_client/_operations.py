@@ -1865,6 +1865,31 @@ ListOwnershipEvents: Operation[m.OwnershipEventPage] = Operation(
 )
 
 
+class PutPoolInheritanceParams(msgspec.Struct, kw_only=True):
+    relationship_id: Annotated[
+        str,
+        msgspec.Meta(
+            pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        ),
+    ]
+
+
+PutPoolInheritance: Operation[m.RelationshipRead] = Operation(
+    op_id="PutPoolInheritance",
+    method="PUT",
+    path="/v1/relationships/{relationship_id}/pool-inheritance",
+    params=PutPoolInheritanceParams,
+    where={"relationship_id": "path"},
+    wire_names={},
+    body=m.PoolInheritance,
+    body_kind="json",
+    response=m.RelationshipRead,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
 class GetRecapParams(msgspec.Struct, kw_only=True):
     relationship_id: Annotated[
         str,
@@ -2079,6 +2104,63 @@ PutSessionFlags: Operation[m.SessionFlagsRead] = Operation(
 )
 
 
+GetTenantSettings: Operation[m.TenantSettingsRead] = Operation(
+    op_id="GetTenantSettings",
+    method="GET",
+    path="/v1/tenant/settings",
+    params=None,
+    where={},
+    wire_names={},
+    body=None,
+    body_kind="none",
+    response=m.TenantSettingsRead,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
+class PutTenantSettingsParams(msgspec.Struct, kw_only=True):
+    if_match: (
+        Annotated[
+            str, msgspec.Meta(max_length=64, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
+        | None
+    ) = msgspec.field(default=None, name="If-Match")
+
+
+PutTenantSettings: Operation[m.TenantSettingsRead] = Operation(
+    op_id="PutTenantSettings",
+    method="PUT",
+    path="/v1/tenant/settings",
+    params=PutTenantSettingsParams,
+    where={"if_match": "header"},
+    wire_names={"if_match": "If-Match"},
+    body=m.TenantSettingsWrite,
+    body_kind="json",
+    response=m.TenantSettingsRead,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
+ListRetentionRuns: Operation[m.RetentionRunList] = Operation(
+    op_id="ListRetentionRuns",
+    method="GET",
+    path="/v1/tenant/retention-runs",
+    params=None,
+    where={},
+    wire_names={},
+    body=None,
+    body_kind="none",
+    response=m.RetentionRunList,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
 class EndSessionParams(msgspec.Struct, kw_only=True):
     relationship_id: Annotated[
         str,
@@ -2167,6 +2249,31 @@ ListTurns: Operation[m.StoredTurnPage] = Operation(
 )
 
 
+class GetUserAccessReportParams(msgspec.Struct, kw_only=True):
+    user_id: Annotated[
+        str,
+        msgspec.Meta(
+            pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        ),
+    ]
+
+
+GetUserAccessReport: Operation[m.AccessReport] = Operation(
+    op_id="GetUserAccessReport",
+    method="GET",
+    path="/v1/users/{user_id}/access-report",
+    params=GetUserAccessReportParams,
+    where={"user_id": "path"},
+    wire_names={},
+    body=None,
+    body_kind="none",
+    response=m.AccessReport,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
 CreateUser: Operation[m.UserRead] = Operation(
     op_id="CreateUser",
     method="POST",
@@ -2233,7 +2340,7 @@ EraseUser: Operation[m.ErasureResult] = Operation(
 )
 
 
-class ExportUserParams(msgspec.Struct, kw_only=True):
+class EraseUserWithReasonParams(msgspec.Struct, kw_only=True):
     user_id: Annotated[
         str,
         msgspec.Meta(
@@ -2242,12 +2349,40 @@ class ExportUserParams(msgspec.Struct, kw_only=True):
     ]
 
 
+EraseUserWithReason: Operation[m.ErasureResult] = Operation(
+    op_id="EraseUserWithReason",
+    method="POST",
+    path="/v1/users/{user_id}/erasure",
+    params=EraseUserWithReasonParams,
+    where={"user_id": "path"},
+    wire_names={},
+    body=m.ErasureRequest,
+    body_kind="json",
+    response=m.ErasureResult,
+    response_kind="json",
+    idempotency=None,
+    retry="unsent",
+)
+
+
+class ExportUserParams(msgspec.Struct, kw_only=True):
+    user_id: Annotated[
+        str,
+        msgspec.Meta(
+            pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        ),
+    ]
+    reason: (
+        Annotated[str, msgspec.Meta(max_length=2000, min_length=3, pattern="^[^\\x00]*$")] | None
+    ) = msgspec.field(default=None)
+
+
 ExportUser: Operation[int] = Operation(
     op_id="ExportUser",
     method="GET",
     path="/v1/users/{user_id}/export",
     params=ExportUserParams,
-    where={"user_id": "path"},
+    where={"user_id": "path", "reason": "query"},
     wire_names={},
     body=None,
     body_kind="none",
@@ -2356,6 +2491,7 @@ OPERATIONS: dict[str, Operation[Any]] = {
     "EditMemory": EditMemory,
     "EndSession": EndSession,
     "EraseUser": EraseUser,
+    "EraseUserWithReason": EraseUserWithReason,
     "ExportAuditEvents": ExportAuditEvents,
     "ExportRelationship": ExportRelationship,
     "ExportUser": ExportUser,
@@ -2379,7 +2515,9 @@ OPERATIONS: dict[str, Operation[Any]] = {
     "GetSessionFlags": GetSessionFlags,
     "GetTenantLimits": GetTenantLimits,
     "GetTenantPolicies": GetTenantPolicies,
+    "GetTenantSettings": GetTenantSettings,
     "GetUser": GetUser,
+    "GetUserAccessReport": GetUserAccessReport,
     "IngestTurns": IngestTurns,
     "ListAccessEvents": ListAccessEvents,
     "ListApiKeys": ListApiKeys,
@@ -2396,6 +2534,7 @@ OPERATIONS: dict[str, Operation[Any]] = {
     "ListPersonaProfileHistory": ListPersonaProfileHistory,
     "ListPersonas": ListPersonas,
     "ListRelationships": ListRelationships,
+    "ListRetentionRuns": ListRetentionRuns,
     "ListTurns": ListTurns,
     "ListUserRelationships": ListUserRelationships,
     "ListUsers": ListUsers,
@@ -2404,11 +2543,13 @@ OPERATIONS: dict[str, Operation[Any]] = {
     "PutConsent": PutConsent,
     "PutGlobalProfileField": PutGlobalProfileField,
     "PutPersonaProfile": PutPersonaProfile,
+    "PutPoolInheritance": PutPoolInheritance,
     "PutPrivacyPatterns": PutPrivacyPatterns,
     "PutSessionDefaults": PutSessionDefaults,
     "PutSessionFlags": PutSessionFlags,
     "PutTenantLimits": PutTenantLimits,
     "PutTenantPolicies": PutTenantPolicies,
+    "PutTenantSettings": PutTenantSettings,
     "QueryKnowledgeBase": QueryKnowledgeBase,
     "ReindexDocument": ReindexDocument,
     "Resolve": Resolve,

@@ -1341,6 +1341,25 @@ class RelationshipsResource(SyncResource):
             timeout,
         )
 
+    def put_pool_inheritance(
+        self,
+        relationship_id: str,
+        *,
+        layers: Sequence[Literal["working", "episodic", "semantic"]] | None,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.RelationshipRead:
+        """Put pool inheritance.
+
+        Choose the memory layers a pool operator inherits while it operates this
+        relationship (creator or admin); private notes are never inherited.
+        """
+        return self._core.call(
+            ops.PutPoolInheritance,
+            {"relationship_id": relationship_id},
+            {"layers": layers},
+            timeout,
+        )
+
     def recap(
         self,
         relationship_id: str,
@@ -1499,6 +1518,45 @@ class SessionsResource(SyncResource):
         )
 
 
+class TenantSettingsResource(SyncResource):
+    def get(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.TenantSettingsRead:
+        """Get tenant settings.
+
+        The settings in force (retention, ownership); the ETag is what a PUT sends.
+        """
+        return self._core.call(ops.GetTenantSettings, {}, None, timeout)
+
+    def put(
+        self,
+        *,
+        ownership: m.OwnershipSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
+        reason: str | NotGiven = NOT_GIVEN,
+        retention: m.RetentionSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
+        if_match: str | None = None,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.TenantSettingsRead:
+        """Put tenant settings.
+
+        Replace the settings as a new version (412 if they changed since you read them).
+        Workers and other processes apply them within
+        ``TETHER_IDENTITY__TENANT_SETTINGS_TTL_SECONDS``. Audited.
+        """
+        return self._core.call(
+            ops.PutTenantSettings,
+            {"if_match": if_match},
+            {"ownership": ownership, "reason": reason, "retention": retention},
+            timeout,
+        )
+
+    def retention_runs(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.RetentionRunList:
+        """List retention runs.
+
+        Each retention kind's last run: its cutoff, what it removed, in how many batches,
+        and whether it finished (what it removed is also audited).
+        """
+        return self._core.call(ops.ListRetentionRuns, {}, None, timeout)
+
+
 class TurnsResource(SyncResource):
     def end_session(
         self, relationship_id: str, session_id: str, *, timeout: float | None | NotGiven = NOT_GIVEN
@@ -1524,7 +1582,9 @@ class TurnsResource(SyncResource):
         """Ingest turns.
 
         Accept 1..100 turns; durable storage and extraction happen in workers. Each result
-        says accepted / duplicate (with the stored turn's id) / dropped.
+        says accepted / duplicate (with the stored turn's id) / dropped. Turns sent
+        with the creator's own key are the creator's: a relationship pooled for the
+        creator's silence goes back to the creator.
         """
         return self._core.call(
             ops.IngestTurns, {"relationship_id": relationship_id}, {"turns": turns}, timeout
@@ -1557,6 +1617,17 @@ class TurnsResource(SyncResource):
 
 
 class UsersResource(SyncResource):
+    def access_report(
+        self, user_id: str, *, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.AccessReport:
+        """Get user access report.
+
+        Every recorded access to the user's data across all their relationships, grouped by
+        relationship, role, key, action and decision (newest first, up to 500
+        groups). Ids and decisions only: no memory content.
+        """
+        return self._core.call(ops.GetUserAccessReport, {"user_id": user_id}, None, timeout)
+
     def create(
         self, *, external_id: str, timeout: float | None | NotGiven = NOT_GIVEN
     ) -> m.UserRead:
@@ -1585,20 +1656,36 @@ class UsersResource(SyncResource):
         """
         return self._core.call(ops.EraseUser, {"user_id": user_id}, None, timeout)
 
+    def erase_with_reason(
+        self, user_id: str, *, reason: str, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.ErasureResult:
+        """Erase user with reason.
+
+        Erase the user on their behalf (admin or compliance), recording why: the receipt
+        counts what each store held. Same erasure as ``DELETE /v1/users/{id}``.
+        """
+        return self._core.call(
+            ops.EraseUserWithReason, {"user_id": user_id}, {"reason": reason}, timeout
+        )
+
     def export(
         self,
         user_id: str,
         to: str | Any | IO[bytes],
         *,
+        reason: str | None = None,
         timeout: float | None | NotGiven = NOT_GIVEN,
     ) -> int:
         """Export user.
 
         Everything Tether holds about the user across relationships, as JSON lines (``kind``
         says what each line is; the first line says whether the export is complete
-        or which kinds of rows this key may not receive). Audited.
+        or which kinds of rows this key may not receive). Audited, with the
+        ``reason`` a compliance key must give (it acts on the user's behalf).
         """
-        return self._core.stream_to(ops.ExportUser, {"user_id": user_id}, to, timeout)
+        return self._core.stream_to(
+            ops.ExportUser, {"user_id": user_id, "reason": reason}, to, timeout
+        )
 
     def get(self, user_id: str, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.UserRead:
         """Get user.
@@ -1662,6 +1749,7 @@ class SyncResources:
         self.relationships = RelationshipsResource(core)
         self.session_defaults = SessionDefaultsResource(core)
         self.sessions = SessionsResource(core)
+        self.tenant_settings = TenantSettingsResource(core)
         self.turns = TurnsResource(core)
         self.users = UsersResource(core)
 
@@ -2997,6 +3085,25 @@ class AsyncRelationshipsResource(AsyncResource):
             timeout,
         )
 
+    async def put_pool_inheritance(
+        self,
+        relationship_id: str,
+        *,
+        layers: Sequence[Literal["working", "episodic", "semantic"]] | None,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.RelationshipRead:
+        """Put pool inheritance.
+
+        Choose the memory layers a pool operator inherits while it operates this
+        relationship (creator or admin); private notes are never inherited.
+        """
+        return await self._core.call(
+            ops.PutPoolInheritance,
+            {"relationship_id": relationship_id},
+            {"layers": layers},
+            timeout,
+        )
+
     async def recap(
         self,
         relationship_id: str,
@@ -3155,6 +3262,47 @@ class AsyncSessionsResource(AsyncResource):
         )
 
 
+class AsyncTenantSettingsResource(AsyncResource):
+    async def get(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.TenantSettingsRead:
+        """Get tenant settings.
+
+        The settings in force (retention, ownership); the ETag is what a PUT sends.
+        """
+        return await self._core.call(ops.GetTenantSettings, {}, None, timeout)
+
+    async def put(
+        self,
+        *,
+        ownership: m.OwnershipSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
+        reason: str | NotGiven = NOT_GIVEN,
+        retention: m.RetentionSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
+        if_match: str | None = None,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> m.TenantSettingsRead:
+        """Put tenant settings.
+
+        Replace the settings as a new version (412 if they changed since you read them).
+        Workers and other processes apply them within
+        ``TETHER_IDENTITY__TENANT_SETTINGS_TTL_SECONDS``. Audited.
+        """
+        return await self._core.call(
+            ops.PutTenantSettings,
+            {"if_match": if_match},
+            {"ownership": ownership, "reason": reason, "retention": retention},
+            timeout,
+        )
+
+    async def retention_runs(
+        self, *, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.RetentionRunList:
+        """List retention runs.
+
+        Each retention kind's last run: its cutoff, what it removed, in how many batches,
+        and whether it finished (what it removed is also audited).
+        """
+        return await self._core.call(ops.ListRetentionRuns, {}, None, timeout)
+
+
 class AsyncTurnsResource(AsyncResource):
     async def end_session(
         self, relationship_id: str, session_id: str, *, timeout: float | None | NotGiven = NOT_GIVEN
@@ -3180,7 +3328,9 @@ class AsyncTurnsResource(AsyncResource):
         """Ingest turns.
 
         Accept 1..100 turns; durable storage and extraction happen in workers. Each result
-        says accepted / duplicate (with the stored turn's id) / dropped.
+        says accepted / duplicate (with the stored turn's id) / dropped. Turns sent
+        with the creator's own key are the creator's: a relationship pooled for the
+        creator's silence goes back to the creator.
         """
         return await self._core.call(
             ops.IngestTurns, {"relationship_id": relationship_id}, {"turns": turns}, timeout
@@ -3213,6 +3363,17 @@ class AsyncTurnsResource(AsyncResource):
 
 
 class AsyncUsersResource(AsyncResource):
+    async def access_report(
+        self, user_id: str, *, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.AccessReport:
+        """Get user access report.
+
+        Every recorded access to the user's data across all their relationships, grouped by
+        relationship, role, key, action and decision (newest first, up to 500
+        groups). Ids and decisions only: no memory content.
+        """
+        return await self._core.call(ops.GetUserAccessReport, {"user_id": user_id}, None, timeout)
+
     async def create(
         self, *, external_id: str, timeout: float | None | NotGiven = NOT_GIVEN
     ) -> m.UserRead:
@@ -3241,20 +3402,36 @@ class AsyncUsersResource(AsyncResource):
         """
         return await self._core.call(ops.EraseUser, {"user_id": user_id}, None, timeout)
 
+    async def erase_with_reason(
+        self, user_id: str, *, reason: str, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.ErasureResult:
+        """Erase user with reason.
+
+        Erase the user on their behalf (admin or compliance), recording why: the receipt
+        counts what each store held. Same erasure as ``DELETE /v1/users/{id}``.
+        """
+        return await self._core.call(
+            ops.EraseUserWithReason, {"user_id": user_id}, {"reason": reason}, timeout
+        )
+
     async def export(
         self,
         user_id: str,
         to: str | Any | IO[bytes],
         *,
+        reason: str | None = None,
         timeout: float | None | NotGiven = NOT_GIVEN,
     ) -> int:
         """Export user.
 
         Everything Tether holds about the user across relationships, as JSON lines (``kind``
         says what each line is; the first line says whether the export is complete
-        or which kinds of rows this key may not receive). Audited.
+        or which kinds of rows this key may not receive). Audited, with the
+        ``reason`` a compliance key must give (it acts on the user's behalf).
         """
-        return await self._core.stream_to(ops.ExportUser, {"user_id": user_id}, to, timeout)
+        return await self._core.stream_to(
+            ops.ExportUser, {"user_id": user_id, "reason": reason}, to, timeout
+        )
 
     async def get(
         self, user_id: str, *, timeout: float | None | NotGiven = NOT_GIVEN
@@ -3320,5 +3497,6 @@ class AsyncResources:
         self.relationships = AsyncRelationshipsResource(core)
         self.session_defaults = AsyncSessionDefaultsResource(core)
         self.sessions = AsyncSessionsResource(core)
+        self.tenant_settings = AsyncTenantSettingsResource(core)
         self.turns = AsyncTurnsResource(core)
         self.users = AsyncUsersResource(core)

@@ -10,6 +10,8 @@ import msgspec
 __all__ = [
     "AccessEventRead",
     "AccessPage",
+    "AccessReport",
+    "AccessReportEntry",
     "ApiKeyCreate",
     "ApiKeyCreated",
     "ApiKeyRead",
@@ -42,6 +44,7 @@ __all__ = [
     "DocumentRead",
     "DocumentStatus",
     "DocumentUpload",
+    "ErasureRequest",
     "ErasureResult",
     "ExplanationRead",
     "ExtractPreview",
@@ -75,6 +78,7 @@ __all__ = [
     "MemoryResolve",
     "MemorySources",
     "MemoryType",
+    "MemoryTypeDays",
     "MemoryUpdate",
     "MemoryVersionPage",
     "MemoryVersionRead",
@@ -82,6 +86,7 @@ __all__ = [
     "OperatorRef",
     "OwnershipEventPage",
     "OwnershipEventRead",
+    "OwnershipSettings",
     "PersonaCreate",
     "PersonaPage",
     "PersonaProfilePage",
@@ -94,6 +99,7 @@ __all__ = [
     "PolicyCheck",
     "PolicyDecision",
     "PolicyEffect",
+    "PoolInheritance",
     "PreviewCandidate",
     "PreviewDecision",
     "PreviewForget",
@@ -115,6 +121,9 @@ __all__ = [
     "RelationshipUpdate",
     "ResolveRequest",
     "ResolveResponse",
+    "RetentionRunList",
+    "RetentionRunRead",
+    "RetentionSettings",
     "Role",
     "SearchHit",
     "SearchRequest",
@@ -133,6 +142,8 @@ __all__ = [
     "TenantLimitsUpdate",
     "TenantPolicyRule",
     "TenantPolicyRules",
+    "TenantSettingsRead",
+    "TenantSettingsWrite",
     "TransferRequest",
     "TurnBatch",
     "TurnBatchResult",
@@ -162,6 +173,23 @@ class AccessEventRead(msgspec.Struct, kw_only=True, omit_defaults=True):
 class AccessPage(msgspec.Struct, kw_only=True, omit_defaults=True):
     items: list[AccessEventRead]
     next_cursor: str | None
+
+
+class AccessReport(msgspec.Struct, kw_only=True, omit_defaults=True):
+    global_user_id: str
+    items: list[AccessReportEntry]
+
+
+class AccessReportEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
+    action: str
+    actor_key_id: str | None
+    actor_role: str | None
+    count: int
+    decision: str
+    first_at: datetime
+    last_at: datetime
+    object: str
+    relationship_id: str | None
 
 
 class ApiKeyCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -454,10 +482,15 @@ class DocumentUpload(msgspec.Struct, kw_only=True, omit_defaults=True):
     file: bytes
 
 
+class ErasureRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    reason: Annotated[str, msgspec.Meta(max_length=2000, min_length=3, pattern="^[^\\x00]*$")]
+
+
 class ErasureResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     erased: bool
     global_user_id: str
     relationships: int
+    stores: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 class ExplanationRead(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -761,6 +794,17 @@ MemoryType: TypeAlias = Literal[
 ]
 
 
+class MemoryTypeDays(msgspec.Struct, kw_only=True, omit_defaults=True):
+    commitment: Annotated[int, msgspec.Meta(ge=1, le=36500)] | None = msgspec.field(default=None)
+    emotion: Annotated[int, msgspec.Meta(ge=1, le=36500)] | None = msgspec.field(default=None)
+    event: Annotated[int, msgspec.Meta(ge=1, le=36500)] | None = msgspec.field(default=None)
+    fact: Annotated[int, msgspec.Meta(ge=1, le=36500)] | None = msgspec.field(default=None)
+    instruction: Annotated[int, msgspec.Meta(ge=1, le=36500)] | None = msgspec.field(default=None)
+    preference: Annotated[int, msgspec.Meta(ge=1, le=36500)] | None = msgspec.field(default=None)
+    profile: Annotated[int, msgspec.Meta(ge=1, le=36500)] | None = msgspec.field(default=None)
+    summary: Annotated[int, msgspec.Meta(ge=1, le=36500)] | None = msgspec.field(default=None)
+
+
 class MemoryUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: (
         Annotated[str, msgspec.Meta(max_length=32000, min_length=1, pattern="^[^\\x00]*$")] | None
@@ -823,6 +867,17 @@ class OwnershipEventRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     relationship_id: str
     to_id: str
     to_kind: OperatorKind
+
+
+class OwnershipSettings(msgspec.Struct, kw_only=True, omit_defaults=True):
+    auto_pool: bool = msgspec.field(default=True)
+    creator_silence_hours: Annotated[int, msgspec.Meta(ge=1, le=8760)] = msgspec.field(default=72)
+    pool_inherits_layers: Annotated[
+        list[Literal["working", "episodic", "semantic"]], msgspec.Meta(max_length=3)
+    ] = msgspec.field(default_factory=list)
+    pool_operator_id: Annotated[
+        str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+    ] = msgspec.field(default="proxy-pool")
 
 
 class PersonaCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -921,6 +976,13 @@ class PolicyDecision(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 PolicyEffect: TypeAlias = Literal["allow", "deny"]
+
+
+class PoolInheritance(msgspec.Struct, kw_only=True, omit_defaults=True):
+    layers: (
+        Annotated[list[Literal["working", "episodic", "semantic"]], msgspec.Meta(max_length=3)]
+        | None
+    )
 
 
 class PreviewCandidate(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1082,6 +1144,9 @@ class RelationshipRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     ownership_changed_at: datetime
     privacy_mode: PrivacyMode
     user_facet_id: str
+    creator_replied_at: datetime | None = msgspec.field(default=None)
+    last_user_turn_at: datetime | None = msgspec.field(default=None)
+    pool_layers: list[str] | None = msgspec.field(default=None)
 
 
 class RelationshipUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1103,6 +1168,28 @@ class ResolveResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     global_user_id: str
     relationship_id: str
     user_facet_id: str
+
+
+class RetentionRunList(msgspec.Struct, kw_only=True, omit_defaults=True):
+    items: list[RetentionRunRead]
+
+
+class RetentionRunRead(msgspec.Struct, kw_only=True, omit_defaults=True):
+    batches: int
+    cutoff: datetime
+    finished_at: datetime | None
+    kind: str
+    removed: int
+    started_at: datetime
+    updated_at: datetime
+
+
+class RetentionSettings(msgspec.Struct, kw_only=True, omit_defaults=True):
+    audit_years: Annotated[int, msgspec.Meta(ge=1, le=100)] | None = msgspec.field(default=None)
+    memory_type_days: MemoryTypeDays | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
+    raw_turns_days: Annotated[int, msgspec.Meta(ge=1, le=36500)] | None = msgspec.field(
+        default=None
+    )
 
 
 Role: TypeAlias = Literal["admin", "gateway", "creator", "operator", "compliance"]
@@ -1241,6 +1328,22 @@ class TenantPolicyRule(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class TenantPolicyRules(msgspec.Struct, kw_only=True, omit_defaults=True):
     rules: Annotated[list[TenantPolicyRule], msgspec.Meta(max_length=200)]
+
+
+class TenantSettingsRead(msgspec.Struct, kw_only=True, omit_defaults=True):
+    ownership: OwnershipSettings
+    retention: RetentionSettings
+    updated_at: datetime | None
+    updated_by_key_id: str | None
+    version: int
+
+
+class TenantSettingsWrite(msgspec.Struct, kw_only=True, omit_defaults=True):
+    ownership: OwnershipSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
+    reason: Annotated[str, msgspec.Meta(max_length=2000, pattern="^[^\\x00]*$")] = msgspec.field(
+        default=""
+    )
+    retention: RetentionSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
 
 
 class TransferRequest(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -1,0 +1,1 @@
+"""A tenant's own settings: one versioned JSON document of named sections."""

@@ -1,0 +1,103 @@
+"""The tenant settings document: one section per concern, each a msgspec Struct that
+validates itself. A new section is a new field with a default (decision 0045): stored
+documents without it read as the default, so no migration is needed."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+import msgspec
+
+from tether.core.text import Identifier, ShortText
+
+# The content plane's vocabularies (tether.recall.enums), which the identity plane may
+# not import: a unit test keeps them equal.
+MemoryTypeName = Literal[
+    "profile", "preference", "fact", "event", "commitment", "emotion", "instruction", "summary"
+]
+LayerName = Literal["working", "episodic", "semantic"]
+ALL_LAYERS: tuple[LayerName, ...] = ("working", "episodic", "semantic")
+Days = Annotated[int, msgspec.Meta(ge=1, le=36_500)]
+
+
+class MemoryTypeDays(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """Days after which memories of each type expire (a type left out: never)."""
+
+    profile: Days | None = None
+    preference: Days | None = None
+    fact: Days | None = None
+    event: Days | None = None
+    commitment: Days | None = None
+    emotion: Days | None = None
+    instruction: Days | None = None
+    summary: Days | None = None
+
+    def items(self) -> list[tuple[str, int]]:
+        pairs = msgspec.structs.asdict(self).items()
+        return [(name, days) for name, days in pairs if days is not None]
+
+
+class RetentionSettings(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=False):
+    """How long things are kept (null: for ever)."""
+
+    # Raw turns older than this are purged; the memories extracted from them stay.
+    raw_turns_days: Days | None = None
+    # Memories of these types expire (stop being recalled) this many days after they
+    # were stored.
+    memory_type_days: MemoryTypeDays = msgspec.field(default_factory=MemoryTypeDays)
+    # How long audit events must be kept (decision 0046: recorded, not yet pruned).
+    audit_years: Annotated[int, msgspec.Meta(ge=1, le=100)] | None = None
+
+
+class OwnershipSettings(msgspec.Struct, forbid_unknown_fields=True):
+    """The ownership lifecycle (the 72-hour rule, decision 0047)."""
+
+    # A user turn the creator has not answered for this long moves the relationship
+    # to the proxy-chat pool.
+    creator_silence_hours: Annotated[int, msgspec.Meta(ge=1, le=8_760)] = 72
+    auto_pool: bool = True
+    # The pool's operator id: operator keys with this subject operate pooled relationships.
+    pool_operator_id: Identifier = "proxy-pool"
+    # The memory layers a pool operator inherits where the creator chose none.
+    pool_inherits_layers: Annotated[list[LayerName], msgspec.Meta(max_length=3)] = msgspec.field(
+        default_factory=lambda: list(ALL_LAYERS)
+    )
+
+
+class TenantSettingsDocument(msgspec.Struct, forbid_unknown_fields=True):
+    retention: RetentionSettings = msgspec.field(default_factory=RetentionSettings)
+    ownership: OwnershipSettings = msgspec.field(default_factory=OwnershipSettings)
+
+
+class TenantSettingsWrite(msgspec.Struct, forbid_unknown_fields=True):
+    """The whole document (sections left out take their defaults), and why."""
+
+    retention: RetentionSettings = msgspec.field(default_factory=RetentionSettings)
+    ownership: OwnershipSettings = msgspec.field(default_factory=OwnershipSettings)
+    reason: ShortText = ""
+
+    def document(self) -> TenantSettingsDocument:
+        return TenantSettingsDocument(self.retention, self.ownership)
+
+
+class TenantSettingsRead(msgspec.Struct):
+    version: int
+    retention: RetentionSettings
+    ownership: OwnershipSettings
+    updated_at: datetime | None
+    updated_by_key_id: str | None
+
+
+_decoder = msgspec.json.Decoder(TenantSettingsDocument)
+
+
+def parse_document(raw: object) -> TenantSettingsDocument:
+    """A stored document (JSONB, already decoded) as the current sections. A section
+    written by a newer release and unknown here is refused rather than dropped."""
+    return _decoder.decode(msgspec.json.encode(raw))
+
+
+def dump_document(document: TenantSettingsDocument) -> dict[str, object]:
+    dumped: dict[str, object] = msgspec.to_builtins(document)
+    return dumped
