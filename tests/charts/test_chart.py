@@ -505,3 +505,19 @@ def test_image_default_command_and_user_match_the_chart(chart: helm.Chart) -> No
     assert json.loads(cmd) == API_COMMAND == chart.values["api"]["command"]
     assert re.search(r"^USER 10001(:10001)?$", dockerfile, re.M)
     assert chart.values["securityContext"]["runAsUser"] == 10001
+
+
+def test_every_pod_gets_the_one_audit_secret_and_none_renders_without_it(
+    chart: helm.Chart, renders: dict[str, list[Manifest]]
+) -> None:
+    """Pods that derived their own audit keys would write chain links no other pod
+    verifies: the secret is one reference, the same in every container, and required."""
+    for name, manifests in renders.items():
+        refs = {
+            json.dumps(_env(_container(manifests, "Deployment", c))["TETHER_AUDIT__SECRET"])
+            for c in ("api", "worker")
+        }
+        assert len(refs) == 1, (name, refs)
+    values = {"secrets": {"auditSecret": {"existingSecret": ""}}}
+    with pytest.raises(helm.HelmRenderError, match="auditSecret.existingSecret is required"):
+        chart.render(values, name="tether", namespace="tether")

@@ -151,15 +151,13 @@ Job's inline env (the hook runs before the ConfigMap exists).
       key: {{ required "secrets.hotRedis.key is required" .key | quote }}
 {{- end }}
 {{- end }}
-{{- with $secrets.auditSecret }}
-{{- if .existingSecret }}
+{{- /* Every pod must derive the same audit keys: a pod left to make its own would write
+  links no other pod verifies, so there is no default here. */}}
 - name: TETHER_AUDIT__SECRET
   valueFrom:
     secretKeyRef:
-      name: {{ .existingSecret | quote }}
-      key: {{ required "secrets.auditSecret.key is required" .key | quote }}
-{{- end }}
-{{- end }}
+      name: {{ required "secrets.auditSecret.existingSecret is required (the audit chain's key, the same for every pod)" $secrets.auditSecret.existingSecret | quote }}
+      key: {{ required "secrets.auditSecret.key is required" $secrets.auditSecret.key | quote }}
 {{- if .providers }}
 {{- range $secrets.providers }}
 - name: {{ required "secrets.providers[].env is required" .env | quote }}
