@@ -519,5 +519,5 @@ def test_every_pod_gets_the_one_audit_secret_and_none_renders_without_it(
         }
         assert len(refs) == 1, (name, refs)
     values = {"secrets": {"auditSecret": {"existingSecret": ""}}}
-    with pytest.raises(helm.HelmRenderError, match="auditSecret.existingSecret is required"):
+    with pytest.raises(helm.HelmRenderError, match=r"auditSecret\.existingSecret is required"):
         chart.render(values, name="tether", namespace="tether")
