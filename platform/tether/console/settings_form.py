@@ -78,11 +78,9 @@ def _field(path: str, name: str, kind: Any, value: Any) -> Field:
 
 def _section_types() -> dict[str, Any]:
     info = msgspec.inspect.type_info(TenantSettingsWrite)
-    assert isinstance(info, msgspec.inspect.StructType)
+    fields = info.fields if isinstance(info, msgspec.inspect.StructType) else ()
     return {
-        f.name: f.type
-        for f in info.fields
-        if isinstance(_unwrap(f.type)[0], msgspec.inspect.StructType)
+        f.name: f.type for f in fields if isinstance(_unwrap(f.type)[0], msgspec.inspect.StructType)
     }
 
 
@@ -94,9 +92,7 @@ def document(read: TenantSettingsRead) -> dict[str, Any]:
 
 def sections(values: dict[str, Any]) -> list[Field]:
     """One group per section of the schema, filled with ``values``."""
-    return [
-        _field(name, name, kind, values.get(name)) for name, kind in _section_types().items()
-    ]
+    return [_field(name, name, kind, values.get(name)) for name, kind in _section_types().items()]
 
 
 def is_section(name: str) -> bool:

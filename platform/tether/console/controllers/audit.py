@@ -13,11 +13,10 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, FromQuery
 from litestar.response import Stream, Template
 from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.guard import policy
 from tenancy.access.principal import Principal
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from tenancy.audit.access import PURPOSES, AccessLog
 from tenancy.audit.access_query import AccessFilter, access_page
 from tenancy.audit.controllers import provide_access_log, provide_audit_service, seal_now
