@@ -122,6 +122,16 @@ async def test_compliance_reads_the_access_log_and_verifies_with_the_checkpoint(
     await _shot(page, shots, "audit-access-log")
     await page.goto(f"{server}/console/audit/access?global_user_id={user}&until=2000-01-01T00:00")
     assert await page.locator("tr[data-access]").count() == 0
+    # A read after the checkpoint is pending until the verification seals it first.
+    async with httpx.AsyncClient(base_url=server, timeout=60) as http:
+        again = await http.post(
+            "/v1/context",
+            json={"relationship_id": world.rel["relationship_id"], "query": "龙井 tea"},
+            headers=world.keys["gateway"],
+        )
+        assert again.status_code == 200, again.text
+    await page.goto(f"{server}/console/audit/access?global_user_id={user}")
+    assert "not sealed yet" in await page.inner_text("#access-events")
     # Verify: pending reads are sealed first, the latest checkpoint is checked too.
     await page.goto(server + "/console/audit")
     await page.click("#verify-start")
@@ -133,6 +143,7 @@ async def test_compliance_reads_the_access_log_and_verifies_with_the_checkpoint(
     await _shot(page, shots, "audit-verify-checkpoint")
     await page.goto(f"{server}/console/audit/access?global_user_id={user}")
     assert "Sealed at" in await page.inner_text("#access-events")
+    assert "not sealed yet" not in await page.inner_text("#access-events")
     await page.goto(server + "/console/locale/zh?next=/console/audit/access")
     assert "访问日志" in await page.inner_text("h1")
     assert "封存于" in await page.inner_text("#access-events")
