@@ -197,6 +197,11 @@ class AuditService:
             done=len(rows) < limit,
         )
 
+    async def finish(self, step: VerifyStep) -> VerifyStep:
+        """After the last step found no bad link: the tail against the head row and the
+        latest signed checkpoint (what ``verify`` checks last)."""
+        return step if step.bad_id is not None else await self._anchors(step, None)
+
     async def _keyed_from(self) -> int:
         statement = select(AuditChainHead.keyed_from).where(
             AuditChainHead.tenant_id == self._tenant_id

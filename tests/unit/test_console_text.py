@@ -72,6 +72,7 @@ def _memory(superseded_by: uuid.UUID | None = None) -> MemoryRead:
         None,
         False,
         "manual",
+        "staff_entered",
         1,
         None,
         now,

@@ -13,10 +13,13 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, FromQuery
 from litestar.response import Stream, Template
 from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.guard import policy
 from tenancy.access.principal import Principal
-from tenancy.audit.controllers import provide_audit_service
+from tenancy.audit.access import PURPOSES, AccessLog
+from tenancy.audit.access_query import AccessFilter, access_page
+from tenancy.audit.controllers import provide_access_log, provide_audit_service, seal_now
 from tenancy.audit.services import AuditFilter, AuditService, export_lines
 from tether.console import forms
 from tether.console.pages import may, render
@@ -42,6 +45,16 @@ FILTERS = (
     "global_user_id",
 )
 
+ACCESS = (
+    "global_user_id",
+    "relationship_id",
+    "actor_key_id",
+    "purpose",
+    "memory_id",
+    "since",
+    "until",
+)
+
 
 def _filter(query: dict[str, str]) -> AuditFilter:
     return AuditFilter(
@@ -63,7 +76,10 @@ def _query(request: AnyRequest) -> dict[str, str]:
 
 class AuditPages(Controller):
     path = "/audit"
-    dependencies = {"audit_service": Provide(provide_audit_service, sync_to_thread=False)}  # noqa: RUF012
+    dependencies = {  # noqa: RUF012
+        "audit_service": Provide(provide_audit_service, sync_to_thread=False),
+        "access_log": Provide(provide_access_log, sync_to_thread=False),
+    }
 
     @get("/", opt=READ)
     async def explorer(
@@ -100,8 +116,13 @@ class AuditPages(Controller):
         audit_service: Audit,
         principal: NamedDependency[Principal],
         redis: NamedDependency[Redis],
+        access_log: NamedDependency[AccessLog],
+        resources: NamedDependency[Resources],
     ) -> Template:
-        """Start verifying the whole chain; the page then advances it step by step."""
+        """Seal pending access events (as ``/v1/audit/verify`` does), then start verifying
+        the whole chain; the page advances it step by step and checks the tail and the
+        latest signed checkpoint last."""
+        await seal_now(access_log, resources, principal)
         job_id, job = await VerifyJobs(redis).start(
             str(principal.tenant_id), str(principal.key_id), await audit_service.length()
         )
@@ -123,6 +144,8 @@ class AuditPages(Controller):
             raise NotFound("no such verification (it expired); start again")
         if not job.step.done:
             job.step = await audit_service.verify_step(job.step, STEP)
+            if job.step.done:
+                job.step = await audit_service.finish(job.step)
             await jobs.save(job_id, job)
         return render(request, "audit/_verify.html", job_id=job_id, job=job)
 
@@ -158,4 +181,36 @@ class AuditPages(Controller):
             user_id=global_user_id or "",
             rows=rows,
             asked=user is not None,
+        )
+
+    @get("/access", opt=READ)
+    async def access(
+        self,
+        request: AnyRequest,
+        db_session: NamedDependency[AsyncSession],
+        principal: NamedDependency[Principal],
+        access_log: NamedDependency[AccessLog],
+        cursor: FromQuery[str | None] = None,
+    ) -> Template:
+        """The access log (``GET /v1/audit/access``): who read which memories, why,
+        filtered and paged."""
+        query = {name: str(request.query_params.get(name) or "").strip() for name in ACCESS}
+        where = AccessFilter(
+            global_user_id=forms.ident(query["global_user_id"], "global_user_id"),
+            relationship_id=forms.ident(query["relationship_id"], "relationship_id"),
+            actor_key_id=forms.ident(query["actor_key_id"], "actor_key_id"),
+            purpose=query["purpose"] or None,
+            memory_id=forms.ident(query["memory_id"], "memory_id"),
+            since=forms.moment(query["since"], "since"),
+            until=forms.moment(query["until"], "until"),
+        )
+        await access_log.flush()
+        page = await access_page(db_session, principal.tenant_id, where, cursor, PAGE)
+        return render(
+            request,
+            "audit/access.html",
+            page=page,
+            filters=query,
+            kept=urlencode({k: v for k, v in query.items() if v}),
+            purposes=PURPOSES,
         )
