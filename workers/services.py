@@ -10,9 +10,9 @@ from tenancy.settings.cache import TenantSettingsCache
 from tether.core.heap import freeze_startup_heap
 from tether.core.resources import Resources
 from tether.core.settings import Settings
+from tether.memories.llm_budget import LlmGate
 from tether.providers.base import ChatProvider, EmbeddingProvider
 from tether.providers.configured import chat_provider, embedding_provider
-from tether.memories.llm_budget import LlmGate
 from tether.recall.services import warm_up
 from tether.recall.versions import PartitionVersions
 

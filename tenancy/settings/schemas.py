@@ -109,9 +109,7 @@ class TenantSettingsDocument(msgspec.Struct, forbid_unknown_fields=True):
     ownership: OwnershipSettings = msgspec.field(default_factory=OwnershipSettings)
     context: ContextTenantSettings = msgspec.field(default_factory=ContextTenantSettings)
     knowledge: KnowledgeTenantSettings = msgspec.field(default_factory=KnowledgeTenantSettings)
-    extraction: ExtractionTenantSettings = msgspec.field(
-        default_factory=ExtractionTenantSettings
-    )
+    extraction: ExtractionTenantSettings = msgspec.field(default_factory=ExtractionTenantSettings)
 
 
 class TenantSettingsWrite(msgspec.Struct, forbid_unknown_fields=True):
@@ -121,9 +119,7 @@ class TenantSettingsWrite(msgspec.Struct, forbid_unknown_fields=True):
     ownership: OwnershipSettings = msgspec.field(default_factory=OwnershipSettings)
     context: ContextTenantSettings = msgspec.field(default_factory=ContextTenantSettings)
     knowledge: KnowledgeTenantSettings = msgspec.field(default_factory=KnowledgeTenantSettings)
-    extraction: ExtractionTenantSettings = msgspec.field(
-        default_factory=ExtractionTenantSettings
-    )
+    extraction: ExtractionTenantSettings = msgspec.field(default_factory=ExtractionTenantSettings)
     reason: ShortText = ""
 
     def document(self) -> TenantSettingsDocument:
