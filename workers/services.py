@@ -6,9 +6,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from tenancy.settings.cache import TenantSettingsCache
 from tether.core.heap import freeze_startup_heap
 from tether.core.resources import Resources
 from tether.core.settings import Settings
+from tether.memories.llm_budget import LlmGate
 from tether.providers.base import ChatProvider, EmbeddingProvider
 from tether.providers.configured import chat_provider, embedding_provider
 from tether.recall.services import warm_up
@@ -20,6 +22,10 @@ class WorkerServices:
     embedder: EmbeddingProvider
     versions: PartitionVersions
     chat: ChatProvider | None
+    # Each tenant's settings, re-read at most every tenant_settings_ttl_seconds: a
+    # change applies to this process without a restart.
+    tenant_settings: TenantSettingsCache
+    llm_gate: LlmGate
 
 
 _embedders: dict[int, EmbeddingProvider] = {}
@@ -45,11 +51,16 @@ def services_for(resources: Resources) -> WorkerServices:
     if pid not in _services:
         settings = resources.settings
         _services.clear()
+        tenant_settings = TenantSettingsCache(
+            resources.sessions, settings.identity.tenant_settings_ttl_seconds
+        )
         _services[pid] = WorkerServices(
             _embedder(settings),
             # A worker never ranks, it only invalidates: a failure is recorded for
             # the beat's retry (no event loop runs between tasks to retry it here).
             PartitionVersions(resources.hot_redis, resources.redis, retry=False),
             chat_provider(settings),
+            tenant_settings,
+            LlmGate(resources.redis, tenant_settings),
         )
     return _services[pid]

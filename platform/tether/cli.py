@@ -149,6 +149,24 @@ def _cmd_tenant_admin_key(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_tenant_settings(settings: Settings, args: argparse.Namespace) -> int:
+    from tether.runtime.services import backing_services
+    from tether.runtime.tenant_admin import tenant_settings
+
+    document: bytes | None = None
+    if args.set == "-":
+        document = sys.stdin.buffer.read()
+    elif args.set is not None:
+        try:
+            with open(args.set, "rb") as file:
+                document = file.read()
+        except OSError as exc:
+            raise StartupError(f"cannot read {args.set}: {exc}", "name a JSON file") from exc
+    with backing_services(settings, need_redis=False) as live:
+        print(json.dumps(tenant_settings(live, args.name, document), indent=2))  # noqa: T201
+    return 0
+
+
 def _cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
     from tether.core.resources import open_resources
     from tether.memories.reindex import Progress, reindex
@@ -298,6 +316,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="e.g. turns_per_day=20000000 (repeatable; names as in GET /v1/tenant/limits)",
     )
     limits.set_defaults(handler=_cmd_tenant_limits)
+    tenant_settings = tenant_sub.add_parser(
+        "settings",
+        help="show a tenant's settings document as JSON; with --set, first write a new "
+        "version (the body of PUT /v1/tenant/settings); audited",
+    )
+    tenant_settings.add_argument("name")
+    tenant_settings.add_argument(
+        "--set", default=None, metavar="FILE", help="a JSON file, or - for standard input"
+    )
+    tenant_settings.set_defaults(handler=_cmd_tenant_settings)
     tenant_sub.add_parser("list", help="every tenant as JSON").set_defaults(
         handler=_cmd_tenant_list
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import Controller, Response, get, put
+from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.params import JSONBody
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -12,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenancy.access.guard import policy
 from tenancy.access.principal import Principal
 from tenancy.audit.log import Actor
+from tenancy.settings.cache import TenantSettingsCache
 from tenancy.settings.schemas import TenantSettingsRead, TenantSettingsWrite
 from tenancy.settings.services import TenantSettingsService, etag
 from tether.core.ids import TenantId
@@ -38,7 +40,8 @@ class TenantSettingsController(Controller):
     async def get_settings(
         self, tenant_settings_service: TenantSettings
     ) -> Response[TenantSettingsRead]:
-        """The settings in force (retention, ownership); the ETag is what a PUT sends."""
+        """The settings in force (retention, ownership, context, knowledge, extraction);
+        the ETag is what a PUT sends."""
         current = await tenant_settings_service.get()
         return Response(current, headers={"ETag": etag(current.version)})
 
@@ -47,10 +50,15 @@ class TenantSettingsController(Controller):
         self,
         data: JSONBody[TenantSettingsWrite],
         tenant_settings_service: TenantSettings,
+        state: State,
+        principal: NamedDependency[Principal],
         if_match: Annotated[str | None, header(printable(64), "If-Match")] = None,
     ) -> Response[TenantSettingsRead]:
         """Replace the settings as a new version (412 if they changed since you read
         them). Workers and other processes apply them within
         ``TETHER_IDENTITY__TENANT_SETTINGS_TTL_SECONDS``. Audited."""
         written = await tenant_settings_service.put(data, if_match)
+        cache: TenantSettingsCache | None = getattr(state, "tenant_settings", None)
+        if cache is not None:  # this process applies them at once
+            cache.forget(TenantId(principal.tenant_id))
         return Response(written, headers={"ETag": etag(written.version)})

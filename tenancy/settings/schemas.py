@@ -65,9 +65,51 @@ class OwnershipSettings(msgspec.Struct, forbid_unknown_fields=True):
     )
 
 
+SectionTokens = Annotated[int, msgspec.Meta(ge=0, le=32_000)]
+
+
+class ContextSectionTokens(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """Per-section token caps of POST /v1/context (a section left out: the deployment's
+    ``TETHER_CONTEXT__<SECTION>_TOKENS``)."""
+
+    rules: Annotated[int, msgspec.Meta(ge=50, le=32_000)] | None = None
+    profile: SectionTokens | None = None
+    last_time: SectionTokens | None = None
+    memory: SectionTokens | None = None
+    knowledge: SectionTokens | None = None
+    recent: SectionTokens | None = None
+
+
+class ContextTenantSettings(msgspec.Struct, forbid_unknown_fields=True):
+    """How POST /v1/context spends tokens (null: the deployment's setting)."""
+
+    # Used when a request sends no max_tokens (the same range a request may send).
+    default_max_tokens: Annotated[int, msgspec.Meta(ge=200, le=32_000)] | None = None
+    section_tokens: ContextSectionTokens = msgspec.field(default_factory=ContextSectionTokens)
+
+
+class KnowledgeTenantSettings(msgspec.Struct, forbid_unknown_fields=True):
+    """The knowledge section of the context (null: the deployment's setting)."""
+
+    # Past this the context is built without knowledge (degraded: knowledge_timeout).
+    query_timeout_ms: Annotated[int, msgspec.Meta(ge=50, le=10_000)] | None = None
+
+
+class ExtractionTenantSettings(msgspec.Struct, forbid_unknown_fields=True):
+    """The optional LLM step of memory extraction, where the deployment configured one."""
+
+    # false: this tenant's sessions are extracted by the rules only (no LLM call).
+    llm_enabled: bool = True
+    # LLM calls per UTC day for this tenant (null: no limit); past it, rules only.
+    llm_daily_calls: Annotated[int, msgspec.Meta(ge=0, le=10_000_000)] | None = None
+
+
 class TenantSettingsDocument(msgspec.Struct, forbid_unknown_fields=True):
     retention: RetentionSettings = msgspec.field(default_factory=RetentionSettings)
     ownership: OwnershipSettings = msgspec.field(default_factory=OwnershipSettings)
+    context: ContextTenantSettings = msgspec.field(default_factory=ContextTenantSettings)
+    knowledge: KnowledgeTenantSettings = msgspec.field(default_factory=KnowledgeTenantSettings)
+    extraction: ExtractionTenantSettings = msgspec.field(default_factory=ExtractionTenantSettings)
 
 
 class TenantSettingsWrite(msgspec.Struct, forbid_unknown_fields=True):
@@ -75,18 +117,45 @@ class TenantSettingsWrite(msgspec.Struct, forbid_unknown_fields=True):
 
     retention: RetentionSettings = msgspec.field(default_factory=RetentionSettings)
     ownership: OwnershipSettings = msgspec.field(default_factory=OwnershipSettings)
+    context: ContextTenantSettings = msgspec.field(default_factory=ContextTenantSettings)
+    knowledge: KnowledgeTenantSettings = msgspec.field(default_factory=KnowledgeTenantSettings)
+    extraction: ExtractionTenantSettings = msgspec.field(default_factory=ExtractionTenantSettings)
     reason: ShortText = ""
 
     def document(self) -> TenantSettingsDocument:
-        return TenantSettingsDocument(self.retention, self.ownership)
+        return TenantSettingsDocument(
+            self.retention, self.ownership, self.context, self.knowledge, self.extraction
+        )
 
 
 class TenantSettingsRead(msgspec.Struct):
     version: int
     retention: RetentionSettings
     ownership: OwnershipSettings
+    context: ContextTenantSettings
+    knowledge: KnowledgeTenantSettings
+    extraction: ExtractionTenantSettings
     updated_at: datetime | None
     updated_by_key_id: str | None
+
+    @classmethod
+    def of(
+        cls,
+        version: int,
+        document: TenantSettingsDocument,
+        updated_at: datetime | None,
+        updated_by_key_id: str | None,
+    ) -> TenantSettingsRead:
+        return cls(
+            version,
+            document.retention,
+            document.ownership,
+            document.context,
+            document.knowledge,
+            document.extraction,
+            updated_at,
+            updated_by_key_id,
+        )
 
 
 _decoder = msgspec.json.Decoder(TenantSettingsDocument)

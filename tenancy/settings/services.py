@@ -27,13 +27,10 @@ def etag(version: int) -> str:
 
 def _read(row: TenantSettingsVersion | None) -> TenantSettingsRead:
     if row is None:  # never changed: the defaults, at version 0
-        document = TenantSettingsDocument()
-        return TenantSettingsRead(0, document.retention, document.ownership, None, None)
+        return TenantSettingsRead.of(0, TenantSettingsDocument(), None, None)
     document = parse_document(row.document)
     key = None if row.actor_key_id is None else str(row.actor_key_id)
-    return TenantSettingsRead(
-        row.version, document.retention, document.ownership, row.created_at, key
-    )
+    return TenantSettingsRead.of(row.version, document, row.created_at, key)
 
 
 async def current_settings(session: AsyncSession, tenant_id: TenantId) -> TenantSettingsDocument:

@@ -146,3 +146,36 @@ def test_tenant_limits_shows_and_sets_the_allowance(settings: Settings) -> None:
         refused = _tether("tenant", "limits", *bad, env=env)
         assert refused.returncode == 1
         assert "Fix:" in refused.stderr
+
+
+def test_tenant_settings_shows_and_writes_a_new_version(settings: Settings, tmp_path) -> None:
+    env = _env(settings)
+    assert _tether("tenant", "create", "settings-cli", env=env).returncode == 0
+    shown = _tether("tenant", "settings", "settings-cli", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["version"] == 0
+    change = tmp_path / "settings.json"
+    change.write_text(
+        json.dumps(
+            {
+                "context": {"default_max_tokens": 800},
+                "extraction": {"llm_enabled": False},
+                "reason": "夜间成本控制",
+            },
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
+    written = _tether("tenant", "settings", "settings-cli", "--set", str(change), env=env)
+    assert written.returncode == 0, written.stderr
+    body = json.loads(written.stdout)
+    assert body["version"] == 1
+    assert body["context"]["default_max_tokens"] == 800
+    assert body["extraction"]["llm_enabled"] is False
+    change.write_text(json.dumps({"knowledge": {"query_timeout_ms": 1}}), encoding="utf-8")
+    refused = _tether("tenant", "settings", "settings-cli", "--set", str(change), env=env)
+    assert refused.returncode == 1
+    assert "invalid" in refused.stderr
+    assert "Fix:" in refused.stderr
+    again = json.loads(_tether("tenant", "settings", "settings-cli", env=env).stdout)
+    assert again["version"] == 1  # nothing was written

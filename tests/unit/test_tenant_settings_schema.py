@@ -26,3 +26,25 @@ def test_a_document_without_a_section_reads_as_its_defaults() -> None:
     assert parsed.retention.raw_turns_days == 7
     assert parsed.ownership == TenantSettingsDocument().ownership
     assert parsed.ownership.creator_silence_hours == 72
+
+
+def test_a_document_stored_before_the_context_sections_reads_as_the_deployments() -> None:
+    from tether.context.services import section_caps
+    from tether.core.settings import ContextSettings
+
+    stored = parse_document({"retention": {}, "ownership": {}})  # written before 0070
+    assert stored.context.default_max_tokens is None
+    assert stored.knowledge.query_timeout_ms is None
+    assert (stored.extraction.llm_enabled, stored.extraction.llm_daily_calls) == (True, None)
+    budgets = ContextSettings()
+    assert section_caps(budgets, stored.context) == {
+        "last_time": 300,
+        "rules": 300,
+        "profile": 400,
+        "memory": 800,
+        "knowledge": 1600,
+        "recent": 600,
+    }
+    own = parse_document({"context": {"section_tokens": {"memory": 0, "recent": 100}}})
+    caps = section_caps(budgets, own.context)
+    assert (caps["memory"], caps["recent"], caps["knowledge"]) == (0, 100, 1600)

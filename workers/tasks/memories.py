@@ -41,6 +41,7 @@ async def _extract(
             services.versions.invalidate,
             resources.settings,
             services.chat,
+            services.llm_gate,
         ).run(session_id)
     if report.status in ("extracted", "raw_only"):
         try:

@@ -14,8 +14,11 @@ from tenancy.ids import RelationshipScope
 from tenancy.relationships.directory import RelationshipCard, RelationshipDirectory
 from tenancy.resolve.cache import ResolveCache
 from tenancy.resolve.services import ResolveService
+from tenancy.settings.cache import TenantSettingsCache
+from tenancy.settings.schemas import TenantSettingsDocument
 from tether.context.schemas import ContextRequest
 from tether.context.services import ContextService
+from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.knowledge.deps import knowledge_engine
 from tether.knowledge.engine import KnowledgeResult
@@ -43,7 +46,9 @@ def provide_context_service(
     settings = resources.settings
     engine = knowledge_engine(state)
 
-    async def knowledge(card: RelationshipCard, request: ContextRequest) -> KnowledgeResult:
+    async def knowledge(
+        card: RelationshipCard, request: ContextRequest, deadline_ms: int
+    ) -> KnowledgeResult:
         return await knowledge_for_context(
             db_session,
             principal.tenant_id,
@@ -51,9 +56,14 @@ def provide_context_service(
             request.knowledge_base_id,
             request.query,
             settings.knowledge.top_k,
-            settings.knowledge.query_timeout_ms,
+            deadline_ms,
             engine,
         )
+
+    cache: TenantSettingsCache = state.tenant_settings
+
+    async def tenant_settings() -> TenantSettingsDocument:
+        return await cache.get(TenantId(principal.tenant_id))
 
     recaps = RecapService(db_session, relationship_directory, principal, enforcer)
 
@@ -83,4 +93,5 @@ def provide_context_service(
         recap,
         flags,
         state.access_log,
+        tenant_settings,
     )

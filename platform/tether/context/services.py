@@ -18,6 +18,7 @@ from tenancy.ids import RelationshipScope
 from tenancy.relationships.directory import RelationshipCard, RelationshipDirectory
 from tenancy.resolve.schemas import PersonaRef, ResolveRequest, UserRef
 from tenancy.resolve.services import ResolveService
+from tenancy.settings.schemas import ContextTenantSettings, TenantSettingsDocument
 from tether.context import pieces, template
 from tether.context.budget import Piece, fit
 from tether.context.errors import ContextTargetInvalid
@@ -30,7 +31,7 @@ from tether.context.schemas import (
     SectionBudget,
 )
 from tether.core.errors import Forbidden
-from tether.core.settings import Settings
+from tether.core.settings import ContextSettings, Settings
 from tether.core.telemetry import traced
 from tether.knowledge.engine import KnowledgeResult
 from tether.personas.services import PersonaProfileReader
@@ -48,9 +49,28 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
 
-KnowledgeLookup = Callable[[RelationshipCard, ContextRequest], Awaitable[KnowledgeResult]]
+# The card, the request and the knowledge query's deadline in milliseconds.
+KnowledgeLookup = Callable[[RelationshipCard, ContextRequest, int], Awaitable[KnowledgeResult]]
+TenantSettingsLookup = Callable[[], Awaitable[TenantSettingsDocument]]
 RecapLookup = Callable[[RelationshipScope, str | None], Awaitable[Recap]]
 FlagLookup = Callable[[RelationshipScope, str | None], Awaitable[Layers]]
+
+
+def section_caps(budgets: ContextSettings, tenant: ContextTenantSettings) -> dict[str, int]:
+    """Each section's token cap: the tenant's where it set one, else the deployment's."""
+    own = tenant.section_tokens
+
+    def pick(mine: int | None, default: int) -> int:
+        return default if mine is None else mine
+
+    return {
+        "last_time": pick(own.last_time, budgets.last_time_tokens),
+        "rules": pick(own.rules, budgets.rules_tokens),
+        "profile": pick(own.profile, budgets.profile_tokens),
+        "memory": pick(own.memory, budgets.memory_tokens),
+        "knowledge": pick(own.knowledge, budgets.knowledge_tokens),
+        "recent": pick(own.recent, budgets.recent_turns_tokens),
+    }
 
 
 def with_context(messages: list[ChatMessage] | None, context: str, query: str) -> list[ChatMessage]:
@@ -80,7 +100,9 @@ class ContextService:
         recap: RecapLookup | None = None,
         flags: FlagLookup | None = None,
         access: AccessLog | None = None,
+        tenant_settings: TenantSettingsLookup | None = None,
     ) -> None:
+        self._tenant_settings = tenant_settings
         self._flags = flags
         self._recap = recap
         self._access = access
@@ -148,6 +170,13 @@ class ContextService:
         timings["resolve"] = _ms(started)
         degraded: list[str] = ["redis"] if self._directory.redis_degraded else []
         budgets = self._settings.context
+        # The tenant's own settings: from the per-process cache (no query per request).
+        tenant = (
+            TenantSettingsDocument()
+            if self._tenant_settings is None
+            else await self._tenant_settings()
+        )
+        caps = section_caps(budgets, tenant.context)
         flags = await self._decide_flags(card, request)
         profile = await self._profiles.current(card.creator_persona_id)
         shared = await self._global_profile.for_context(card.global_user_id, card.id)
@@ -176,7 +205,12 @@ class ContextService:
         timings["gather"] = _ms(started)
         knowledge: list[Piece] = []
         if flags.knowledge_enabled:
-            found = await self._knowledge(card, request)
+            deadline = tenant.knowledge.query_timeout_ms
+            found = await self._knowledge(
+                card,
+                request,
+                self._settings.knowledge.query_timeout_ms if deadline is None else deadline,
+            )
             knowledge = pieces.knowledge_pieces(found)
             degraded.extend(d for d in found.degraded if d not in degraded)
             timings["knowledge"] = _ms(started)
@@ -184,7 +218,7 @@ class ContextService:
             "rules": [
                 Piece("rules", "rules", template.RULES, template.RULES, None, "always included")
             ],
-            "profile": pieces.profile_pieces(profile, budgets.profile_tokens)
+            "profile": pieces.profile_pieces(profile, caps["profile"])
             + pieces.shared_pieces(shared),
             "memory": pieces.memory_pieces(recalled),
             "recent": pieces.recent_pieces(recent),
@@ -194,15 +228,10 @@ class ContextService:
             recap = await self._recap(card.scope, request.session_id)
             candidates["last_time"] = pieces.last_time_pieces(recap)
             timings["last_time"] = _ms(started)
-        caps = {
-            "last_time": budgets.last_time_tokens,
-            "rules": budgets.rules_tokens,
-            "profile": budgets.profile_tokens,
-            "memory": budgets.memory_tokens,
-            "knowledge": budgets.knowledge_tokens,
-            "recent": budgets.recent_turns_tokens,
-        }
-        fitted = fit(candidates, caps, request.max_tokens or budgets.default_max_tokens)
+        max_tokens = (
+            request.max_tokens or tenant.context.default_max_tokens or budgets.default_max_tokens
+        )
+        fitted = fit(candidates, caps, max_tokens)
         chosen = dict(fitted.chosen)
         chosen["recent"] = sorted(chosen["recent"], key=lambda p: p.id or uuid.UUID(int=0))
         context = template.render({name: [p.line for p in items] for name, items in chosen.items()})

@@ -75,6 +75,12 @@ INGEST_DEGRADED = meter.create_counter(
 CONSOLIDATIONS = meter.create_counter(
     "tether.memory.consolidations", unit="{candidate}", description="Consolidation outcomes"
 )
+LLM_EXTRACTION_SKIPPED = meter.create_counter(
+    "tether.extraction.llm_skipped",
+    unit="{session}",
+    description="Sessions extracted by the rules only although an LLM is configured, by "
+    "reason: tenant_off, daily_budget, budget_unchecked",
+)
 PROVIDER_ERRORS = meter.create_counter(
     "tether.provider.errors", unit="{call}", description="Failed provider calls by error type"
 )

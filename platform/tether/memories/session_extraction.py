@@ -18,7 +18,7 @@ from tenancy.enums import PrivacyMode
 from tenancy.graph.tombstones import is_erased
 from tenancy.ids import RelationshipScope
 from tenancy.models import Relationship
-from tether.core.ids import new_id
+from tether.core.ids import TenantId, new_id
 from tether.core.instruments import CONSOLIDATIONS
 from tether.core.settings import Settings
 from tether.memories.consolidation import ExistingMemory, consolidate, matches_forget
@@ -26,6 +26,7 @@ from tether.memories.enums import MemoryLayer, MemoryType, Outcome, Polarity, Pr
 from tether.memories.extraction import Candidate, TurnText, extract, summarize_session
 from tether.memories.extraction.llm_step import refine
 from tether.memories.extraction.normalize import object_key
+from tether.memories.llm_budget import LlmGate
 from tether.memories.repositories import ConsolidationLogRepository, MemoryRepository
 from tether.memories.writer import Invalidate, MemoryWriter, NewMemory, layer_for
 from tether.providers.base import ChatProvider, EmbeddingProvider
@@ -93,8 +94,10 @@ class SessionExtraction:
         invalidate: Invalidate,
         settings: Settings,
         chat: ChatProvider | None = None,
+        llm_gate: LlmGate | None = None,
     ) -> None:
         self._chat = chat
+        self._llm_gate = llm_gate
         self._session = session
         self._scope = scope
         self._settings = settings
@@ -125,7 +128,7 @@ class SessionExtraction:
         ]
         self._turn_at = {t.id: t.at for t in turns}
         extraction = extract(turns)
-        if self._chat is not None and turns:
+        if self._chat is not None and turns and await self._llm_allowed():
             # One call per session; any failure leaves the rules' extraction as it is.
             extraction = await refine(self._chat, turns, extraction)
         report = ExtractionReport("extracted")
@@ -169,6 +172,12 @@ class SessionExtraction:
             report.summary = True
         await sessions.mark_extracted(session_id, now)
         return report
+
+    async def _llm_allowed(self) -> bool:
+        """The tenant's extraction settings: the step on, and within its daily budget."""
+        if self._llm_gate is None:
+            return True
+        return await self._llm_gate.allow(TenantId(self._scope.tenant_id))
 
     async def _privacy_mode(self) -> PrivacyMode:
         statement = select(Relationship.privacy_mode).where(

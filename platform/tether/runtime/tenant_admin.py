@@ -94,3 +94,40 @@ def issue_admin_key(settings: Settings, name: str) -> dict[str, str]:
         }
 
     return _with_sessions(settings, work)
+
+
+def tenant_settings(settings: Settings, name: str, document: bytes | None) -> dict[str, Any]:
+    """``tether tenant settings``: the tenant's settings document; with ``document``
+    (the JSON a PUT /v1/tenant/settings takes) first write it as a new version, audited
+    as the operator's CLI. Every process applies it within the settings TTL."""
+    import msgspec
+
+    from tenancy.settings.errors import SettingsChanged
+    from tenancy.settings.schemas import TenantSettingsWrite
+    from tenancy.settings.services import TenantSettingsService, etag
+
+    write: TenantSettingsWrite | None = None
+    if document is not None:
+        try:
+            write = msgspec.json.decode(document, type=TenantSettingsWrite)
+        except msgspec.ValidationError as exc:
+            raise StartupError(
+                f"the settings are invalid: {exc}", "see docs/tenant-settings.md"
+            ) from exc
+        except msgspec.DecodeError as exc:
+            raise StartupError(f"the settings are not JSON: {exc}", "send one object") from exc
+
+    async def work(sessions: Sessions) -> dict[str, Any]:
+        tenant_id = await _tenant_id(sessions, name)
+        async with tenant_transaction(sessions, tenant_id) as session:
+            service = TenantSettingsService(session, tenant_id, OPERATOR_CLI)
+            current = await service.get()
+            if write is not None:
+                try:
+                    current = await service.put(write, etag(current.version))
+                except SettingsChanged as exc:
+                    raise StartupError(exc.detail, "run it again") from exc
+        shown: dict[str, Any] = msgspec.to_builtins(current)
+        return {"tenant": name, **shown}
+
+    return _with_sessions(settings, work)
