@@ -332,14 +332,15 @@ async def test_a_silent_creator_hands_over_to_the_pool_within_the_inheritance_bo
     )
     listed = await client.get(f"/v1/relationships/{rid}/memories", headers=pool)
     assert listed.status_code == 200, listed.text
-    assert [m["id"] for m in listed.json()["items"]] == [semantic]
+    assert [m["id"] for m in listed.json()["items"]] == [semantic], listed.json()["items"]
     for hidden in (episodic, private):
-        got = await client.get(f"/v1/relationships/{rid}/memories/{hidden}", headers=pool)
-        assert got.status_code == 404
+        for path in ("", "/history", "/sources"):  # every read of a memory, not only get
+            got = await client.get(f"/v1/relationships/{rid}/memories/{hidden}{path}", headers=pool)
+            assert got.status_code == 404, (path, got.text)
     found = await client.post(
         f"/v1/relationships/{rid}/search", json={"query": "蜜蜂 蜂蜜 bees honey"}, headers=pool
     )
-    assert {h["id"] for h in found.json()["results"]} == {semantic}
+    assert {h["id"] for h in found.json()["items"]} == {semantic}
     context = await client.post(
         "/v1/context", json={"relationship_id": rid, "query": "蜂蜜 焦虑"}, headers=pool
     )

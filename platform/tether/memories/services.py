@@ -124,13 +124,15 @@ class MemoryService:
         self._privacy = privacy or TenantFilters(settings.identity.tenant_settings_ttl_seconds)
 
     async def _scope(self, relationship_id: uuid.UUID) -> RelationshipScope:
+        return (await self._read(relationship_id)).scope
+
+    async def _read(self, relationship_id: uuid.UUID) -> RelationshipCard:
+        """The relationship, once this key may reach it; every read and write goes
+        through here, so the layers a pool operator inherits bound all of them."""
         card = await self._directory.open(relationship_id)
         # A pool operator reads only the layers it inherits (decision 0047).
         self._layers = await self._directory.inherited_layers(card)
-        return card.scope
-
-    async def _read(self, relationship_id: uuid.UUID) -> RelationshipCard:
-        return await self._directory.open(relationship_id)
+        return card
 
     def _noted(self, card: RelationshipCard, purpose: str, ids: Iterable[uuid.UUID]) -> None:
         if self._access is not None:
