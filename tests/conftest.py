@@ -19,6 +19,7 @@ import pytest
 from redis import Redis as SyncRedis
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from tenancy.audit import keys as audit_keys
 from tests.support import close_owner_sessions
 from tether.app import bind_resources, create_app, with_outer_middleware
 from tether.core import migrations, task_queues
@@ -87,7 +88,7 @@ def settings(
     redis_db = next(_redis_dbs)
     for server in (redis_server, hot_redis_server):
         SyncRedis(unix_socket_path=str(server.socket_path), db=redis_db).flushdb()
-    return Settings(
+    settings = Settings(
         _env_file=None,  # type: ignore[call-arg]
         # As in production: the service's login, which owns nothing, is held to
         # row-level security and may not change audit rows; the owner runs migrations.
@@ -99,7 +100,12 @@ def settings(
         # Every test client calls from one address: tests that fail to authenticate on
         # purpose must not throttle the module (tests of the throttle set their own).
         limits={"failed_auth_per_minute": 1_000_000},
+        # As in production: one audit secret for every process (app, worker, CLI, and
+        # tests that write through services directly), whatever module ran first.
+        audit={"secret": "tests-audit-secret"},
     )
+    audit_keys.configure(settings)
+    return settings
 
 
 @pytest.fixture(scope="module")
