@@ -67,7 +67,7 @@ async def test_a_hot_context_reads_consent_from_redis(
     with count_sql(resources) as again:
         await _context(client, gateway, rid)
     assert any("consent_records" in s for s in first)
-    assert again == []  # a hot context request runs no SQL at all
+    assert again == [], again  # a hot context request runs no SQL at all
     key = consent_key(uuid.UUID(tenant.id), uuid.UUID(user))
     assert await resources.redis.ttl(key) > 0  # bounded, never kept forever
 

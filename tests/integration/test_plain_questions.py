@@ -121,6 +121,7 @@ async def test_a_question_no_word_of_which_a_memory_holds_still_finds_it(client,
     assert result["items"], "a plain question came back with nothing"
     assert len(result["items"]) <= 5
     assert all(hit["explanation"]["vector_rank"] for hit in result["items"])
+    assert not any(hit["explanation"]["relevant"] for hit in result["items"])  # and says so
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,7 @@ from tether.recall.services import Recall
 from tether.recap.schemas import Recap
 from tether.recap.services import RecapService
 from tether.turns.flags import FlagRepository, Layers
+from tether.turns.flags_cache import FlagCache
 from tether.turns.working_memory import WorkingMemory
 
 
@@ -70,8 +71,15 @@ def provide_context_service(
     async def recap(scope: RelationshipScope, session_id: str | None) -> Recap:
         return await recaps.for_scope(scope, datetime.now(UTC), session_id)
 
+    flag_cache = FlagCache(resources.redis)
+
     async def flags(scope: RelationshipScope, session_id: str | None) -> Layers:
-        return await FlagRepository(db_session, scope).layers(session_id)
+        cached = await flag_cache.get(scope.relationship_id, session_id)
+        if cached is not None:
+            return cached
+        layers = await FlagRepository(db_session, scope).layers(session_id)
+        await flag_cache.put(scope.relationship_id, session_id, layers)
+        return layers
 
     resolver = ResolveService(
         db_session,

@@ -20,6 +20,7 @@ from tether.memories import session_schemas as s
 from tether.memories.forget_session import forget_session
 from tether.memories.writer import Invalidate
 from tether.turns.flags import FlagRepository, TenantDefaultsRepository, decide
+from tether.turns.flags_cache import FlagCache
 from tether.turns.working_memory import WorkingMemory
 
 
@@ -60,7 +61,19 @@ class SessionFlagService:
         await FlagRepository(self._session, card.scope).set_session(
             session_id, data.memory_enabled, data.knowledge_enabled
         )
+        await self._forget_cached(card.id, session_id)
         return await self.read(relationship_id, session_id)
+
+    async def _forget_cached(self, relationship_id: uuid.UUID, session_id: str) -> None:
+        """Drop the cached flags now and again once committed, so that a context read
+        between the two cannot keep the old ones longer than this request."""
+        cache = FlagCache(self._redis)
+        await cache.forget(relationship_id, session_id)
+
+        async def again() -> None:
+            await cache.forget(relationship_id, session_id)
+
+        on_commit(self._session, again)
 
     async def forget(self, relationship_id: uuid.UUID, session_id: str) -> s.SessionForgotten:
         """Delete the session's turns, the memories only they support, its row and its
@@ -87,6 +100,7 @@ class SessionFlagService:
                 await WorkingMemory(self._redis).drop_session(scope, session_id)
 
         on_commit(self._session, after)
+        await self._forget_cached(card.id, session_id)  # the session's row is gone
         return s.SessionForgotten(session_id, turns, memories)
 
 

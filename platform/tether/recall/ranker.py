@@ -60,6 +60,8 @@ class Explanation:
     importance: float
     confidence: float
     final_score: float
+    # False for the nearest memories returned only because none was relevant (0054).
+    relevant: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,4 +221,5 @@ def _explain(
         importance=float(signals.importance[row]),
         confidence=float(signals.confidence[row]),
         final_score=float(signals.final[row]),
+        relevant=bool(signals.relevant[row] or signals.boost[row] > 0.0),
     )

@@ -34,6 +34,9 @@ class ExplanationRead(msgspec.Struct):
     importance: float
     confidence: float
     final_score: float
+    # False: no memory matched the query, and this is one of the nearest by meaning
+    # (returned so that a plain question never comes back empty; decision 0054).
+    relevant: bool = True
 
 
 class SearchHit(msgspec.Struct):

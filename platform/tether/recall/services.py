@@ -64,6 +64,7 @@ def explanation(e: Explanation, neighbour_id: uuid.UUID | None = None) -> Explan
         importance=e.importance,
         confidence=e.confidence,
         final_score=e.final_score,
+        relevant=e.relevant,
     )
 
 

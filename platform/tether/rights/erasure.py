@@ -43,6 +43,7 @@ from tether.profiles.models import ConsentRecord, GlobalProfileField
 from tether.recall.models import Memory
 from tether.recall.versions import partition_keys
 from tether.turns.claims import RECENT_KEY
+from tether.turns.flags_cache import flags_pattern
 from tether.turns.models import ChatSession, Turn
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,7 @@ async def _forget_in_redis(redis: Redis, hot_redis: Redis, erased: _Erased) -> d
         scope = RelationshipScope(TenantId(erased.tenant_id), RelationshipId(rid))
         hot_keys += partition_keys(scope)
         patterns += [f"tether:sess:{base}:*", f"tether:dd:{base}:*", f"tether:idem:{base}:*"]
+        patterns.append(flags_pattern(rid))
     members = [f"{erased.tenant_id}:{rid}" for rid in erased.relationship_ids]
     try:
         if keys:

@@ -1261,7 +1261,8 @@ export interface paths {
         };
         /**
          * Get tenant settings
-         * @description The settings in force (retention, ownership); the ETag is what a PUT sends.
+         * @description The settings in force (retention, ownership, context, knowledge, extraction);
+         *     the ETag is what a PUT sends.
          */
         get: operations["GetTenantSettings"];
         /**
@@ -1779,6 +1780,20 @@ export interface components {
             };
             token_estimate: number;
         };
+        /** ContextSectionTokens */
+        ContextSectionTokens: {
+            knowledge?: number | null;
+            last_time?: number | null;
+            memory?: number | null;
+            profile?: number | null;
+            recent?: number | null;
+            rules?: number | null;
+        };
+        /** ContextTenantSettings */
+        ContextTenantSettings: {
+            default_max_tokens?: number | null;
+            section_tokens?: components["schemas"]["ContextSectionTokens"];
+        };
         /** CreatorCreate */
         CreatorCreate: {
             /** @default  */
@@ -1866,6 +1881,8 @@ export interface components {
             lexical_score: number | null;
             neighbour_boost: number;
             neighbour_id: string | null;
+            /** @default true */
+            relevant?: boolean;
             rrf_score: number;
             vector_rank: number | null;
             vector_similarity: number | null;
@@ -1889,6 +1906,12 @@ export interface components {
             /** Format: uuid */
             relationship_id: string;
             turns: components["schemas"]["PreviewTurn"][];
+        };
+        /** ExtractionTenantSettings */
+        ExtractionTenantSettings: {
+            llm_daily_calls?: number | null;
+            /** @default true */
+            llm_enabled?: boolean;
         };
         /** FacetCreate */
         FacetCreate: {
@@ -2019,6 +2042,10 @@ export interface components {
             timings_ms: {
                 [key: string]: number;
             };
+        };
+        /** KnowledgeTenantSettings */
+        KnowledgeTenantSettings: {
+            query_timeout_ms?: number | null;
         };
         /** LimitRead */
         LimitRead: {
@@ -2695,6 +2722,9 @@ export interface components {
         };
         /** TenantSettingsRead */
         TenantSettingsRead: {
+            context: components["schemas"]["ContextTenantSettings"];
+            extraction: components["schemas"]["ExtractionTenantSettings"];
+            knowledge: components["schemas"]["KnowledgeTenantSettings"];
             ownership: components["schemas"]["OwnershipSettings"];
             retention: components["schemas"]["RetentionSettings"];
             updated_at: string | null;
@@ -2703,6 +2733,9 @@ export interface components {
         };
         /** TenantSettingsWrite */
         TenantSettingsWrite: {
+            context?: components["schemas"]["ContextTenantSettings"];
+            extraction?: components["schemas"]["ExtractionTenantSettings"];
+            knowledge?: components["schemas"]["KnowledgeTenantSettings"];
             ownership?: components["schemas"]["OwnershipSettings"];
             /** @default  */
             reason?: string;

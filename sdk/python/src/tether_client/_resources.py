@@ -1522,13 +1522,17 @@ class TenantSettingsResource(SyncResource):
     def get(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.TenantSettingsRead:
         """Get tenant settings.
 
-        The settings in force (retention, ownership); the ETag is what a PUT sends.
+        The settings in force (retention, ownership, context, knowledge, extraction); the
+        ETag is what a PUT sends.
         """
         return self._core.call(ops.GetTenantSettings, {}, None, timeout)
 
     def put(
         self,
         *,
+        context: m.ContextTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
+        extraction: m.ExtractionTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
+        knowledge: m.KnowledgeTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         ownership: m.OwnershipSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         reason: str | NotGiven = NOT_GIVEN,
         retention: m.RetentionSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
@@ -1544,7 +1548,14 @@ class TenantSettingsResource(SyncResource):
         return self._core.call(
             ops.PutTenantSettings,
             {"if_match": if_match},
-            {"ownership": ownership, "reason": reason, "retention": retention},
+            {
+                "context": context,
+                "extraction": extraction,
+                "knowledge": knowledge,
+                "ownership": ownership,
+                "reason": reason,
+                "retention": retention,
+            },
             timeout,
         )
 
@@ -3266,13 +3277,17 @@ class AsyncTenantSettingsResource(AsyncResource):
     async def get(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.TenantSettingsRead:
         """Get tenant settings.
 
-        The settings in force (retention, ownership); the ETag is what a PUT sends.
+        The settings in force (retention, ownership, context, knowledge, extraction); the
+        ETag is what a PUT sends.
         """
         return await self._core.call(ops.GetTenantSettings, {}, None, timeout)
 
     async def put(
         self,
         *,
+        context: m.ContextTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
+        extraction: m.ExtractionTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
+        knowledge: m.KnowledgeTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         ownership: m.OwnershipSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         reason: str | NotGiven = NOT_GIVEN,
         retention: m.RetentionSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
@@ -3288,7 +3303,14 @@ class AsyncTenantSettingsResource(AsyncResource):
         return await self._core.call(
             ops.PutTenantSettings,
             {"if_match": if_match},
-            {"ownership": ownership, "reason": reason, "retention": retention},
+            {
+                "context": context,
+                "extraction": extraction,
+                "knowledge": knowledge,
+                "ownership": ownership,
+                "reason": reason,
+                "retention": retention,
+            },
             timeout,
         )
 

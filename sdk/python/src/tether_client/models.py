@@ -36,6 +36,8 @@ __all__ = [
     "ContextItem",
     "ContextRequest",
     "ContextResponse",
+    "ContextSectionTokens",
+    "ContextTenantSettings",
     "CreatorCreate",
     "CreatorPage",
     "CreatorRead",
@@ -49,6 +51,7 @@ __all__ = [
     "ExplanationRead",
     "ExtractPreview",
     "ExtractPreviewRequest",
+    "ExtractionTenantSettings",
     "FacetCreate",
     "FacetPage",
     "FacetRead",
@@ -67,6 +70,7 @@ __all__ = [
     "KnowledgeBaseUpdate",
     "KnowledgeQuery",
     "KnowledgeQueryResponse",
+    "KnowledgeTenantSettings",
     "LimitRead",
     "MemoryBatchCreate",
     "MemoryBatchResult",
@@ -424,6 +428,22 @@ class ContextResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     token_estimate: int
 
 
+class ContextSectionTokens(msgspec.Struct, kw_only=True, omit_defaults=True):
+    knowledge: Annotated[int, msgspec.Meta(ge=0, le=32000)] | None = msgspec.field(default=None)
+    last_time: Annotated[int, msgspec.Meta(ge=0, le=32000)] | None = msgspec.field(default=None)
+    memory: Annotated[int, msgspec.Meta(ge=0, le=32000)] | None = msgspec.field(default=None)
+    profile: Annotated[int, msgspec.Meta(ge=0, le=32000)] | None = msgspec.field(default=None)
+    recent: Annotated[int, msgspec.Meta(ge=0, le=32000)] | None = msgspec.field(default=None)
+    rules: Annotated[int, msgspec.Meta(ge=50, le=32000)] | None = msgspec.field(default=None)
+
+
+class ContextTenantSettings(msgspec.Struct, kw_only=True, omit_defaults=True):
+    default_max_tokens: Annotated[int, msgspec.Meta(ge=200, le=32000)] | None = msgspec.field(
+        default=None
+    )
+    section_tokens: ContextSectionTokens | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
+
+
 class CreatorCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
     external_id: Annotated[
         str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
@@ -506,6 +526,7 @@ class ExplanationRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     rrf_score: float
     vector_rank: int | None
     vector_similarity: float | None
+    relevant: bool = msgspec.field(default=True)
 
 
 class ExtractPreview(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -528,6 +549,13 @@ class ExtractPreviewRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     ]
     turns: Annotated[list[PreviewTurn], msgspec.Meta(max_length=200, min_length=1)]
     dry_run: bool = msgspec.field(default=True)
+
+
+class ExtractionTenantSettings(msgspec.Struct, kw_only=True, omit_defaults=True):
+    llm_daily_calls: Annotated[int, msgspec.Meta(ge=0, le=10000000)] | None = msgspec.field(
+        default=None
+    )
+    llm_enabled: bool = msgspec.field(default=True)
 
 
 class FacetCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -684,6 +712,12 @@ class KnowledgeQueryResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     items: list[ChunkHit]
     knowledge_base_id: str
     timings_ms: dict[str, float]
+
+
+class KnowledgeTenantSettings(msgspec.Struct, kw_only=True, omit_defaults=True):
+    query_timeout_ms: Annotated[int, msgspec.Meta(ge=50, le=10000)] | None = msgspec.field(
+        default=None
+    )
 
 
 class LimitRead(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1331,6 +1365,9 @@ class TenantPolicyRules(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class TenantSettingsRead(msgspec.Struct, kw_only=True, omit_defaults=True):
+    context: ContextTenantSettings
+    extraction: ExtractionTenantSettings
+    knowledge: KnowledgeTenantSettings
     ownership: OwnershipSettings
     retention: RetentionSettings
     updated_at: datetime | None
@@ -1339,6 +1376,9 @@ class TenantSettingsRead(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class TenantSettingsWrite(msgspec.Struct, kw_only=True, omit_defaults=True):
+    context: ContextTenantSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
+    extraction: ExtractionTenantSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
+    knowledge: KnowledgeTenantSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
     ownership: OwnershipSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
     reason: Annotated[str, msgspec.Meta(max_length=2000, pattern="^[^\\x00]*$")] = msgspec.field(
         default=""
