@@ -63,6 +63,8 @@ def _tether(*args: str, settings: Settings) -> subprocess.CompletedProcess[str]:
         "TETHER_HOT_REDIS_URL": settings.require_hot_redis_url(),
         "TETHER_DATA_DIR": str(settings.data_dir),
     }
+    if settings.audit.secret is not None:  # the chain's key: a restore verifies with it
+        env["TETHER_AUDIT__SECRET"] = settings.audit.secret.get_secret_value()
     return subprocess.run(
         [sys.executable, "-m", "tether.cli", *args],
         env=os.environ | env,
