@@ -11,7 +11,7 @@ import sys
 from tether.core.logging import configure_logging
 from tether.core.settings import Settings
 from tether.runtime.backup.commands import register as register_backup
-from tether.runtime.preflight import StartupError
+from tether.runtime.preflight import StartupError, ensure_writable_dir
 
 
 def _cmd_serve(settings: Settings, _: argparse.Namespace) -> int:
@@ -374,13 +374,15 @@ def main(argv: list[str] | None = None) -> int:
     args.rest = rest
     settings = Settings()
     configure_logging(settings.log_level)
-    if args.command not in ("mcp", "doctor"):
-        from tenancy.audit import keys
-
-        keys.configure(settings)  # tenant and limit changes are audited, with its keys
     if getattr(args, "region", "unset") is None:
         args.region = settings.region
     try:
+        if args.command not in ("mcp", "doctor"):
+            from tenancy.audit import keys
+
+            if settings.audit.secret is None:  # the key file goes there: say so plainly
+                ensure_writable_dir(settings.data_dir)
+            keys.configure(settings)  # tenant and limit changes are audited, with its keys
         code: int = args.handler(settings, args)
     except StartupError as exc:
         print(f"tether: error: {exc.cause}. Fix: {exc.fix}.", file=sys.stderr)  # noqa: T201
