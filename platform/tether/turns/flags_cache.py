@@ -32,13 +32,18 @@ def flags_pattern(relationship_id: uuid.UUID) -> str:
 
 
 class FlagCache:
+    """One per request: once Redis failed it is not asked again (a write would wait for
+    its whole timeout, where a stalled read fails at once)."""
+
     def __init__(self, redis: Redis) -> None:
         self._redis = redis
+        self._down = False
 
     async def get(self, relationship_id: uuid.UUID, session_id: str | None) -> Layers | None:
         try:
             raw = await self._redis.get(flags_key(relationship_id, session_id))
         except RedisError as exc:
+            self._down = True
             log.warning("flags not read from Redis: %s", type(exc).__name__)
             return None
         if raw is None:
@@ -49,6 +54,8 @@ class FlagCache:
             return None
 
     async def put(self, relationship_id: uuid.UUID, session_id: str | None, layers: Layers) -> None:
+        if self._down:
+            return
         try:
             await self._redis.set(
                 flags_key(relationship_id, session_id),
