@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -46,16 +46,21 @@ class AuditVerification(msgspec.Struct, omit_defaults=True):
     checkpoints_checked: int = 0
 
 
+# Bounds of a checkpoint handed back to ``POST /v1/audit/verify`` (it is input then).
+_SEQ = msgspec.Meta(ge=0, le=2**63 - 1)
+_HEX = msgspec.Meta(max_length=128, pattern="^[0-9a-f]*$")
+
+
 class CheckpointRead(msgspec.Struct):
     """A signed statement of the chain's head: keep it, and hand it back to verify."""
 
     tenant_id: uuid.UUID
-    seq: int
-    hash: str
-    keyed_from: int
+    seq: Annotated[int, _SEQ]
+    hash: Annotated[str, _HEX]
+    keyed_from: Annotated[int, _SEQ]
     at: datetime
-    signature: str
-    algorithm: str = "hmac-sha256"
+    signature: Annotated[str, _HEX]
+    algorithm: Annotated[str, msgspec.Meta(max_length=32, pattern="^[a-z0-9-]*$")] = "hmac-sha256"
 
 
 class AccessEventRead(msgspec.Struct):

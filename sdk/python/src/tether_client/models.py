@@ -284,17 +284,19 @@ class ChatMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class CheckpointRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     at: datetime
-    hash: str
-    keyed_from: int
-    seq: int
-    signature: str
+    hash: Annotated[str, msgspec.Meta(max_length=128, pattern="^[0-9a-f]*$")]
+    keyed_from: Annotated[int, msgspec.Meta(ge=0, le=9223372036854775808)]
+    seq: Annotated[int, msgspec.Meta(ge=0, le=9223372036854775808)]
+    signature: Annotated[str, msgspec.Meta(max_length=128, pattern="^[0-9a-f]*$")]
     tenant_id: Annotated[
         str,
         msgspec.Meta(
             pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
         ),
     ]
-    algorithm: str = msgspec.field(default="hmac-sha256")
+    algorithm: Annotated[str, msgspec.Meta(max_length=32, pattern="^[a-z0-9-]*$")] = msgspec.field(
+        default="hmac-sha256"
+    )
 
 
 class ChunkHit(msgspec.Struct, kw_only=True, omit_defaults=True):
