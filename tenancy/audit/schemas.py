@@ -80,3 +80,17 @@ class AccessEventRead(msgspec.Struct):
 class AccessPage(msgspec.Struct):
     items: list[AccessEventRead]
     next_cursor: str | None
+
+
+class AccessReportEntry(msgspec.Struct):
+    """Accesses to one user's data, grouped by relationship, actor, action and decision."""
+
+    relationship_id: uuid.UUID | None
+    actor_role: str | None
+    actor_key_id: uuid.UUID | None
+    action: str
+    object: str
+    decision: str
+    count: int
+    first_at: datetime
+    last_at: datetime

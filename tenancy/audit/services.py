@@ -16,7 +16,13 @@ from tenancy.audit.chain import GENESIS, HASHED_FIELDS, event_hash
 from tenancy.audit.checkpoints import latest_checkpoint, signed
 from tenancy.audit.keys import chain_key
 from tenancy.audit.models import AuditAccessEvent, AuditChainHead, AuditEvent
-from tenancy.audit.schemas import AuditEventRead, AuditPage, AuditVerification, CheckpointRead
+from tenancy.audit.schemas import (
+    AccessReportEntry,
+    AuditEventRead,
+    AuditPage,
+    AuditVerification,
+    CheckpointRead,
+)
 from tenancy.audit.sealing import SEAL_ACTION, batch_root
 from tether.core.ids import TenantId
 from tether.core.pagination import decode_cursor, next_cursor
@@ -279,7 +285,7 @@ class AuditService:
             )
         return None
 
-    async def access_report(self, global_user_id: uuid.UUID) -> list[AccessReportRow]:
+    async def access_report(self, global_user_id: uuid.UUID) -> list[AccessReportEntry]:
         """Every access to one global user's profile, grouped by the relationship it was
         for, the acting role and key, the action and the decision."""
         statement = (
@@ -302,7 +308,7 @@ class AuditService:
             .order_by(func.max(AuditEvent.at).desc())
             .limit(500)
         )
-        return [AccessReportRow(*row) for row in await self._session.execute(statement)]
+        return [AccessReportEntry(*row) for row in await self._session.execute(statement)]
 
 
 _REPORT_GROUP = (
@@ -336,18 +342,6 @@ class VerifyStep(msgspec.Struct, frozen=True):
     bad_seq: int | None = None
     sealed: int = 0
     checkpoints: int = 0
-
-
-class AccessReportRow(msgspec.Struct, array_like=True):
-    relationship_id: uuid.UUID | None
-    actor_role: str | None
-    actor_key_id: uuid.UUID | None
-    action: str
-    object: str
-    decision: str
-    count: int
-    first_at: datetime
-    last_at: datetime
 
 
 def _problem(row: AuditEvent, prev_hash: str, expected_seq: int, keyed_from: int) -> str | None:

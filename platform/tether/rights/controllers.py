@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-import msgspec
 from litestar import Controller, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
@@ -199,5 +198,4 @@ class AccessReportController(Controller):
         500 groups). Ids and decisions only: no memory content."""
         user = await GraphService(db_session, principal).require_user(user_id)
         rows = await AuditService(db_session, principal.tenant_id).access_report(user.id)
-        entries = [s.AccessReportEntry(*msgspec.structs.astuple(row)) for row in rows]
-        return s.AccessReport(user.id, entries)
+        return s.AccessReport(user.id, rows)

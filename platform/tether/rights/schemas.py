@@ -8,6 +8,7 @@ from typing import Annotated
 
 import msgspec
 
+from tenancy.audit.schemas import AccessReportEntry
 from tether.core.text import items, printable, text
 from tether.memories.enums import MemoryType
 
@@ -44,20 +45,6 @@ class ForgetConfirm(msgspec.Struct, forbid_unknown_fields=True):
 class ForgetResult(msgspec.Struct):
     forgotten: int
     hard: bool
-
-
-class AccessReportEntry(msgspec.Struct):
-    """Accesses to one user's data, grouped by relationship, actor, action and decision."""
-
-    relationship_id: uuid.UUID | None
-    actor_role: str | None
-    actor_key_id: uuid.UUID | None
-    action: str
-    object: str
-    decision: str
-    count: int
-    first_at: datetime
-    last_at: datetime
 
 
 class AccessReport(msgspec.Struct):
