@@ -4,6 +4,7 @@ rows (and a resumed sweep), and the ownership lifecycle seen from the operator's
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -337,6 +338,23 @@ async def test_a_silent_creator_hands_over_to_the_pool_within_the_inheritance_bo
         for path in ("", "/history", "/sources"):  # every read of a memory, not only get
             got = await client.get(f"/v1/relationships/{rid}/memories/{hidden}{path}", headers=pool)
             assert got.status_code == 404, (path, got.text)
+    # The conflict log carries candidates' text: a record about a withheld memory is
+    # as withheld as the memory.
+    for about in (semantic, episodic, private):
+        await _backdate(
+            superuser,
+            "INSERT INTO consolidation_log (relationship_id, id, tenant_id, outcome, "
+            "candidate, result_memory_id, reason) SELECT id, gen_random_uuid(), tenant_id, "
+            "'created', CAST(:c AS jsonb), :m, 'new' FROM relationships WHERE id = :r",
+            r=rid,
+            m=about,
+            c=json.dumps({"content": f"about {about}"}),
+        )
+    log = await client.get(f"/v1/relationships/{rid}/consolidations", headers=pool)
+    assert log.status_code == 200, log.text
+    assert [r["result_memory_id"] for r in log.json()["items"]] == [semantic], log.json()
+    everything = await client.get(f"/v1/relationships/{rid}/consolidations", headers=creator)
+    assert len(everything.json()["items"]) == 3
     found = await client.post(
         f"/v1/relationships/{rid}/search", json={"query": "蜜蜂 蜂蜜 bees honey"}, headers=pool
     )

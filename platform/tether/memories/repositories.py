@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, func, select, update
+from sqlalchemy import ColumnElement, Select, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -178,7 +178,10 @@ class ConsolidationLogRepository(_Scoped):
         session_id: str | None,
         include_private: bool,
         memory_id: uuid.UUID | None = None,
+        layers: Sequence[str] | None = None,
     ) -> list[ConsolidationRecord]:
+        """``layers``: the memory layers the reader may see (None: every layer). A
+        record about a memory the reader may not see is as hidden as the memory."""
         statement = (
             select(ConsolidationRecord)
             .where(
@@ -197,17 +200,22 @@ class ConsolidationLogRepository(_Scoped):
             )
         if after is not None:
             statement = statement.where(ConsolidationRecord.id > after)
+        hidden: list[ColumnElement[bool]] = []
         if not include_private:
-            statement = statement.where(*self._touches_no_private_note())
+            # Also records written before the pipeline stopped comparing candidates
+            # with private notes.
+            hidden.append(Memory.private_to_creator.is_(True))
+        if layers is not None:
+            hidden.append(Memory.layer.not_in(list(layers)))
+        if hidden:
+            statement = statement.where(*self._touches_none_of(or_(*hidden)))
         return list((await self._session.execute(statement)).scalars())
 
-    def _touches_no_private_note(self) -> tuple[ColumnElement[bool], ...]:
-        """Records about a private note are as private as the note (records written
-        before the pipeline stopped comparing candidates with private notes)."""
+    def _touches_none_of(self, hidden: ColumnElement[bool]) -> tuple[ColumnElement[bool], ...]:
         private = select(Memory.id).where(
             Memory.relationship_id == self._scope.relationship_id,
             Memory.tenant_id == self._scope.tenant_id,
-            Memory.private_to_creator.is_(True),
+            hidden,
         )
         return tuple(
             column.is_(None) | column.not_in(private)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
@@ -93,6 +94,19 @@ def _consolidation(r: ConsolidationRecord) -> s.ConsolidationRead:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Reach:
+    """A relationship this key may reach, and the memory layers it may touch there
+    (None: every layer)."""
+
+    card: RelationshipCard
+    layers: list[str] | None
+
+    @property
+    def scope(self) -> RelationshipScope:
+        return self.card.scope
+
+
 class MemoryService:
     def __init__(
         self,
@@ -114,7 +128,6 @@ class MemoryService:
         self._support_view = support_view
         self._session = session
         self._directory = directory
-        self._layers: list[str] | None = None
         self._principal = principal
         self._enforcer = enforcer
         self._embedder = embedder
@@ -123,20 +136,17 @@ class MemoryService:
         self._quotas = quotas
         self._privacy = privacy or TenantFilters(settings.identity.tenant_settings_ttl_seconds)
 
-    async def _scope(self, relationship_id: uuid.UUID) -> RelationshipScope:
-        return (await self._read(relationship_id)).scope
-
-    async def _read(self, relationship_id: uuid.UUID) -> RelationshipCard:
-        """The relationship, once this key may reach it; every read and write goes
-        through here, so the layers a pool operator inherits bound all of them."""
+    async def _read(self, relationship_id: uuid.UUID) -> _Reach:
+        """The relationship, once this key may reach it, with the layers it may touch;
+        every read and write goes through here, so the layers a pool operator inherits
+        bound all of them (decision 0047)."""
         card = await self._directory.open(relationship_id)
-        # A pool operator reads only the layers it inherits (decision 0047).
-        self._layers = await self._directory.inherited_layers(card)
-        return card
+        return _Reach(card, await self._directory.inherited_layers(card))
 
-    def _noted(self, card: RelationshipCard, purpose: str, ids: Iterable[uuid.UUID]) -> None:
+    def _noted(self, reach: _Reach, purpose: str, ids: Iterable[uuid.UUID]) -> None:
         if self._access is not None:
             purpose = "support_view" if self._support_view else purpose
+            card = reach.card
             self._access.note(self._principal, purpose, card.id, card.global_user_id, ids)
 
     async def _filter(self, scope: RelationshipScope) -> PrivacyFilter:
@@ -147,22 +157,23 @@ class MemoryService:
         by = Actor.of(self._principal)
         return MemoryWriter(self._session, scope, self._embedder, self._invalidate, actor, by)
 
-    def _visible(self) -> list[ColumnElement[bool]]:
+    def _visible(self, reach: _Reach) -> list[ColumnElement[bool]]:
         found: list[ColumnElement[bool]] = (
-            [] if self._layers is None else [Memory.layer.in_(self._layers)]
+            [] if reach.layers is None else [Memory.layer.in_(reach.layers)]
         )
         if may_see_private(self._enforcer, self._principal):
             return found
         return [*found, Memory.private_to_creator.is_(False)]
 
     async def _require(
-        self, scope: RelationshipScope, memory_id: uuid.UUID, *, for_update: bool = False
+        self, reach: _Reach, memory_id: uuid.UUID, *, for_update: bool = False
     ) -> Memory:
-        memory = await MemoryRepository(self._session, scope).get(memory_id, for_update=for_update)
+        repository = MemoryRepository(self._session, reach.scope)
+        memory = await repository.get(memory_id, for_update=for_update)
         if (
             memory is None
             or (memory.private_to_creator and not may_see_private(self._enforcer, self._principal))
-            or (self._layers is not None and memory.layer not in self._layers)
+            or (reach.layers is not None and memory.layer not in reach.layers)
         ):
             raise MemoryNotFound(f"no memory {memory_id}")
         return memory
@@ -179,9 +190,8 @@ class MemoryService:
         layer: MemoryLayer | None = None,
         newest_first: bool = False,
     ) -> s.MemoryPage:
-        card = await self._read(relationship_id)
-        scope = card.scope
-        criteria = self._visible()
+        reach = await self._read(relationship_id)
+        criteria = self._visible(reach)
         if memory_type is not None:
             criteria.append(Memory.memory_type == memory_type.value)
         if layer is not None:
@@ -199,16 +209,16 @@ class MemoryService:
             )
         if since is not None:
             criteria.append(Memory.occurred_at >= since)
-        rows = await MemoryRepository(self._session, scope).page(
+        rows = await MemoryRepository(self._session, reach.scope).page(
             decode_cursor(cursor), limit, *criteria, newest_first=newest_first
         )
-        self._noted(card, "memory_list", [r.id for r in rows])
+        self._noted(reach, "memory_list", [r.id for r in rows])
         return s.MemoryPage([read(r) for r in rows], next_cursor(rows, limit))
 
     async def get(self, relationship_id: uuid.UUID, memory_id: uuid.UUID) -> s.MemoryRead:
-        card = await self._read(relationship_id)
-        memory = await self._require(card.scope, memory_id)
-        self._noted(card, "memory_read", [memory.id])
+        reach = await self._read(relationship_id)
+        memory = await self._require(reach, memory_id)
+        self._noted(reach, "memory_read", [memory.id])
         return read(memory)
 
     def _check(self, items: Sequence[s.MemoryCreate]) -> None:
@@ -281,7 +291,7 @@ class MemoryService:
         """Manual memories (confidence 1). An external id already stored answers
         ``exists`` with the stored memory, so a retried import creates nothing twice."""
         self._check(items)
-        scope = await self._scope(relationship_id)
+        scope = (await self._read(relationship_id)).scope
         items = await mask_creates(await self._filter(scope), items)
         now = datetime.now(UTC)
         new = [
@@ -333,16 +343,16 @@ class MemoryService:
         self, relationship_id: uuid.UUID, item: s.MemoryCreate
     ) -> tuple[s.MemoryRead, bool]:
         result = await self.create_many(relationship_id, [item])
-        scope = await self._scope(relationship_id)
         [outcome] = result.results
-        memory = await self._require(scope, outcome.id)
+        memory = await self._require(await self._read(relationship_id), outcome.id)
         return read(memory), outcome.status == "created"
 
     async def update(
         self, relationship_id: uuid.UUID, memory_id: uuid.UUID, data: s.MemoryUpdate
     ) -> s.MemoryRead:
-        scope = await self._scope(relationship_id)
-        memory = await self._require(scope, memory_id, for_update=True)
+        reach = await self._read(relationship_id)
+        scope = reach.scope
+        memory = await self._require(reach, memory_id, for_update=True)
         data = await mask_update(await self._filter(scope), data)
         values: dict[str, object] = {}
         if data.content is not None:
@@ -384,8 +394,9 @@ class MemoryService:
     async def deactivate(
         self, relationship_id: uuid.UUID, memory_id: uuid.UUID, reason: str
     ) -> s.MemoryRead:
-        scope = await self._scope(relationship_id)
-        memory = await self._require(scope, memory_id, for_update=True)
+        reach = await self._read(relationship_id)
+        scope = reach.scope
+        memory = await self._require(reach, memory_id, for_update=True)
         reason = await mask_reason(await self._filter(scope), reason)
         if memory.is_active:
             memory = await self._writer(scope).change(
@@ -394,8 +405,9 @@ class MemoryService:
         return read(memory)
 
     async def delete(self, relationship_id: uuid.UUID, memory_id: uuid.UUID) -> None:
-        scope = await self._scope(relationship_id)
-        memory = await self._require(scope, memory_id, for_update=True)
+        reach = await self._read(relationship_id)
+        scope = reach.scope
+        memory = await self._require(reach, memory_id, for_update=True)
         await self._writer(scope).change(
             memory,
             "deleted",
@@ -407,21 +419,21 @@ class MemoryService:
     async def history(
         self, relationship_id: uuid.UUID, memory_id: uuid.UUID, cursor: str | None, limit: int
     ) -> s.MemoryVersionPage:
-        card = await self._read(relationship_id)
-        scope = card.scope
-        await self._require(scope, memory_id)
-        self._noted(card, "memory_history", [memory_id])
-        rows = await MemoryVersionRepository(self._session, scope).of(
+        reach = await self._read(relationship_id)
+        await self._require(reach, memory_id)
+        self._noted(reach, "memory_history", [memory_id])
+        rows = await MemoryVersionRepository(self._session, reach.scope).of(
             memory_id, decode_cursor(cursor), limit
         )
         return s.MemoryVersionPage([_version(v) for v in rows], next_cursor(rows, limit))
 
     async def sources(self, relationship_id: uuid.UUID, memory_id: uuid.UUID) -> s.MemorySources:
-        card = await self._read(relationship_id)
-        scope = card.scope
-        memory = await self._require(scope, memory_id)
-        self._noted(card, "memory_sources", [memory.id])
-        turns = await TurnRepository(self._session, scope).by_ids(list(memory.source_turn_ids))
+        reach = await self._read(relationship_id)
+        memory = await self._require(reach, memory_id)
+        self._noted(reach, "memory_sources", [memory.id])
+        turns = await TurnRepository(self._session, reach.scope).by_ids(
+            list(memory.source_turn_ids)
+        )
         return s.MemorySources(
             memory.id,
             memory.origin,
@@ -437,12 +449,13 @@ class MemoryService:
         *,
         memory_id: uuid.UUID | None = None,
     ) -> s.ConsolidationPage:
-        scope = await self._scope(relationship_id)
-        rows = await ConsolidationLogRepository(self._session, scope).page(
+        reach = await self._read(relationship_id)
+        rows = await ConsolidationLogRepository(self._session, reach.scope).page(
             decode_cursor(cursor),
             limit,
             session_id,
             include_private=may_see_private(self._enforcer, self._principal),
             memory_id=memory_id,
+            layers=reach.layers,
         )
         return s.ConsolidationPage([_consolidation(r) for r in rows], next_cursor(rows, limit))
