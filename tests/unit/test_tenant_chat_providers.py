@@ -1,0 +1,43 @@
+"""Which chat client a tenant's extraction gets (decision 0075): the deployment's own by
+default, one shared client per distinct choice, nothing for a withdrawn choice."""
+
+from __future__ import annotations
+
+import uuid
+
+from tenancy.settings.schemas import ExtractionTenantSettings
+from tether.core.ids import TenantId
+from tether.core.settings import NamedLlmProvider, ProvidersSettings
+from tether.memories.tenant_chat import TenantChatProviders
+
+TENANT = TenantId(uuid.uuid4())
+NAMED = ProvidersSettings(
+    llm={"eu": NamedLlmProvider(base_url="https://eu.example/v1", model="m", api_key="k")},
+    allowed_hosts=["models.example"],
+)
+
+
+async def test_no_choice_is_the_deployments_provider() -> None:
+    default = object()
+    chats = TenantChatProviders(default, NAMED)  # type: ignore[arg-type]
+    assert await chats.for_tenant(TENANT, ExtractionTenantSettings()) is default
+
+
+async def test_one_client_per_distinct_choice() -> None:
+    chats = TenantChatProviders(None, NAMED)
+    first = await chats.for_tenant(TENANT, ExtractionTenantSettings(llm_provider="eu"))
+    again = await chats.for_tenant(TENANT, ExtractionTenantSettings(llm_provider="eu"))
+    other = await chats.for_tenant(
+        TENANT, ExtractionTenantSettings(llm_provider="eu", llm_model="bigger")
+    )
+    assert first is not None
+    assert first is again
+    assert other is not first
+    await chats.aclose()
+
+
+async def test_a_choice_the_deployment_withdrew_is_not_called() -> None:
+    chats = TenantChatProviders(None, ProvidersSettings())  # the operator removed "eu"
+    assert await chats.for_tenant(TENANT, ExtractionTenantSettings(llm_provider="eu")) is None
+    moved = ExtractionTenantSettings(llm_provider="eu", llm_base_url="https://gone.example/v1")
+    assert await TenantChatProviders(None, NAMED).for_tenant(TENANT, moved) is None
