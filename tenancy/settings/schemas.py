@@ -176,7 +176,7 @@ class TenantSettingsRead(msgspec.Struct):
     updated_at: datetime | None
     updated_by_key_id: str | None
     # Read only, from GET /v1/tenant/limits (stored and changed there, not here).
-    limits: TenantLimitsRead | None = None
+    limits: TenantLimitsRead
 
     @classmethod
     def of(
@@ -185,6 +185,7 @@ class TenantSettingsRead(msgspec.Struct):
         document: TenantSettingsDocument,
         updated_at: datetime | None,
         updated_by_key_id: str | None,
+        limits: TenantLimitsRead,
     ) -> TenantSettingsRead:
         return cls(
             version,
@@ -196,6 +197,7 @@ class TenantSettingsRead(msgspec.Struct):
             document.privacy,
             updated_at,
             updated_by_key_id,
+            limits,
         )
 
 

@@ -31,12 +31,10 @@ def etag(version: int) -> str:
 
 def _read(row: TenantSettingsVersion | None, limits: TenantLimitsRead) -> TenantSettingsRead:
     if row is None:  # never changed: the defaults, at version 0
-        read = TenantSettingsRead.of(0, TenantSettingsDocument(), None, None)
-    else:
-        key = None if row.actor_key_id is None else str(row.actor_key_id)
-        read = TenantSettingsRead.of(row.version, parse_document(row.document), row.created_at, key)
-    read.limits = limits
-    return read
+        return TenantSettingsRead.of(0, TenantSettingsDocument(), None, None, limits)
+    key = None if row.actor_key_id is None else str(row.actor_key_id)
+    document = parse_document(row.document)
+    return TenantSettingsRead.of(row.version, document, row.created_at, key, limits)
 
 
 async def current_settings(session: AsyncSession, tenant_id: TenantId) -> TenantSettingsDocument:
