@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from tenancy.settings.schemas import ExtractionTenantSettings
+from tests.providers_server import FakeOpenAIServer, Reply
 from tether.core.ids import TenantId
 from tether.core.settings import NamedLlmProvider, ProvidersSettings
 from tether.memories.tenant_chat import TenantChatProviders
+from tether.providers.base import ProviderError
 
 TENANT = TenantId(uuid.uuid4())
 NAMED = ProvidersSettings(
@@ -41,3 +45,23 @@ async def test_a_choice_the_deployment_withdrew_is_not_called() -> None:
     assert await chats.for_tenant(TENANT, ExtractionTenantSettings(llm_provider="eu")) is None
     moved = ExtractionTenantSettings(llm_provider="eu", llm_base_url="https://gone.example/v1")
     assert await TenantChatProviders(None, NAMED).for_tenant(TENANT, moved) is None
+
+
+async def test_an_allowed_host_cannot_redirect_the_call_elsewhere() -> None:
+    allowed, elsewhere = FakeOpenAIServer().start(), FakeOpenAIServer().start()
+    try:
+        named = ProvidersSettings(
+            llm={"own": NamedLlmProvider(base_url=allowed.base_url, model="m", max_retries=0)}
+        )
+        chats = TenantChatProviders(None, named)
+        chat = await chats.for_tenant(TENANT, ExtractionTenantSettings(llm_provider="own"))
+        assert chat is not None
+        target = f"{elsewhere.base_url}/chat/completions"
+        allowed.enqueue(Reply(status=307, body=b"", headers={"Location": target}))
+        with pytest.raises(ProviderError):
+            await chat.complete_json("s", "u", {"type": "object"})
+        assert elsewhere.requests == []
+        await chats.aclose()
+    finally:
+        allowed.stop()
+        elsewhere.stop()
