@@ -11,6 +11,7 @@ from tether.core.heap import freeze_startup_heap
 from tether.core.resources import Resources
 from tether.core.settings import Settings
 from tether.memories.llm_budget import LlmGate
+from tether.memories.tenant_chat import TenantChatProviders
 from tether.providers.base import ChatProvider, EmbeddingProvider
 from tether.providers.configured import chat_provider, embedding_provider
 from tether.recall.services import warm_up
@@ -26,6 +27,8 @@ class WorkerServices:
     # change applies to this process without a restart.
     tenant_settings: TenantSettingsCache
     llm_gate: LlmGate
+    # The chat provider of each tenant's extraction (its settings' extraction section).
+    chats: TenantChatProviders
 
 
 _embedders: dict[int, EmbeddingProvider] = {}
@@ -54,13 +57,15 @@ def services_for(resources: Resources) -> WorkerServices:
         tenant_settings = TenantSettingsCache(
             resources.sessions, settings.identity.tenant_settings_ttl_seconds
         )
+        chat = chat_provider(settings)
         _services[pid] = WorkerServices(
             _embedder(settings),
             # A worker never ranks, it only invalidates: a failure is recorded for
             # the beat's retry (no event loop runs between tasks to retry it here).
             PartitionVersions(resources.hot_redis, resources.redis, retry=False),
-            chat_provider(settings),
+            chat,
             tenant_settings,
             LlmGate(resources.redis, tenant_settings),
+            TenantChatProviders(chat, settings.providers),
         )
     return _services[pid]

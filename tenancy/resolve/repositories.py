@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenancy.enums import OperatorKind
 from tenancy.models import Creator, CreatorPersona, GlobalUser, Relationship, UserFacet
 from tenancy.resolve.schemas import ResolvedIds, ResolveRequest
+from tenancy.settings.repositories import default_privacy_mode
 from tether.core.ids import TenantId, new_id
 
 
@@ -81,7 +82,7 @@ class ResolveRepository:
             creator_id=creator_id,
             operator_kind=OperatorKind.CREATOR.value,
             operator_id=request.persona.creator_external_id,
-            privacy_mode="normal",
+            privacy_mode=default_privacy_mode(self._tenant_id),
         )
         ids = ResolvedIds(relationship_id, user_id, facet_id, persona_id, creator_id)
         return ids, created

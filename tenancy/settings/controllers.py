@@ -17,13 +17,18 @@ from tenancy.settings.cache import TenantSettingsCache
 from tenancy.settings.schemas import TenantSettingsRead, TenantSettingsWrite
 from tenancy.settings.services import TenantSettingsService, etag
 from tether.core.ids import TenantId
+from tether.core.settings import Settings
 from tether.core.text import header, printable
 
 
 def provide_tenant_settings_service(
-    db_session: NamedDependency[AsyncSession], principal: NamedDependency[Principal]
+    db_session: NamedDependency[AsyncSession],
+    principal: NamedDependency[Principal],
+    settings: NamedDependency[Settings],
 ) -> TenantSettingsService:
-    return TenantSettingsService(db_session, TenantId(principal.tenant_id), Actor.of(principal))
+    return TenantSettingsService(
+        db_session, TenantId(principal.tenant_id), Actor.of(principal), settings
+    )
 
 
 TenantSettings = NamedDependency[TenantSettingsService]
@@ -40,8 +45,9 @@ class TenantSettingsController(Controller):
     async def get_settings(
         self, tenant_settings_service: TenantSettings
     ) -> Response[TenantSettingsRead]:
-        """The settings in force (retention, ownership, context, knowledge, extraction);
-        the ETag is what a PUT sends."""
+        """The settings in force (retention, ownership, context, knowledge, extraction,
+        privacy; and the limits of /v1/tenant/limits, read only); the ETag is what a
+        PUT sends."""
         current = await tenant_settings_service.get()
         return Response(current, headers={"ETag": etag(current.version)})
 

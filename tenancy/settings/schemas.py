@@ -9,7 +9,9 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from tether.core.text import Identifier, ShortText
+from tenancy.limits.schemas import TenantLimitsRead
+from tether.core.provider_urls import MAX_URL_CHARS
+from tether.core.text import Identifier, ShortText, printable
 
 # The content plane's vocabularies (tether.recall.enums), which the identity plane may
 # not import: a unit test keeps them equal.
@@ -19,6 +21,14 @@ MemoryTypeName = Literal[
 LayerName = Literal["working", "episodic", "semantic"]
 ALL_LAYERS: tuple[LayerName, ...] = ("working", "episodic", "semantic")
 Days = Annotated[int, msgspec.Meta(ge=1, le=36_500)]
+ProviderName = Annotated[
+    str, msgspec.Meta(max_length=64, pattern="^[a-z0-9][a-z0-9._-]{0,63}$(?!\\n)")
+]
+ModelName = Annotated[
+    str, msgspec.Meta(max_length=128, pattern="^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$(?!\\n)")
+]
+# Checked for form and against the deployment's allow-list by the service (422).
+ProviderUrl = Annotated[str, printable(MAX_URL_CHARS)]
 
 
 class MemoryTypeDays(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -102,6 +112,26 @@ class ExtractionTenantSettings(msgspec.Struct, forbid_unknown_fields=True):
     llm_enabled: bool = True
     # LLM calls per UTC day for this tenant (null: no limit); past it, rules only.
     llm_daily_calls: Annotated[int, msgspec.Meta(ge=0, le=10_000_000)] | None = None
+    # A chat provider the deployment named (TETHER_PROVIDERS__LLM); null: the
+    # deployment's own (TETHER_LLM__*). Tenants name a provider, never paste a key.
+    llm_provider: ProviderName | None = None
+    # The model sent to that provider (null: the provider's configured model).
+    llm_model: ModelName | None = None
+    # Another base URL for that provider, on a host the deployment allows
+    # (TETHER_PROVIDERS__ALLOWED_HOSTS); the provider's key goes only to its own origin.
+    llm_base_url: ProviderUrl | None = None
+
+
+PrivacyModeName = Literal["normal", "raw_only", "off"]
+
+
+class PrivacyTenantSettings(msgspec.Struct, forbid_unknown_fields=True):
+    """Privacy defaults of the tenant's new relationships."""
+
+    # The privacy mode a relationship starts with when the resolver creates it
+    # (normal: turns stored and memories extracted; raw_only: turns stored, no
+    # memories; off: turns accepted and dropped). Existing relationships keep theirs.
+    default_mode: PrivacyModeName = "normal"
 
 
 class TenantSettingsDocument(msgspec.Struct, forbid_unknown_fields=True):
@@ -110,6 +140,7 @@ class TenantSettingsDocument(msgspec.Struct, forbid_unknown_fields=True):
     context: ContextTenantSettings = msgspec.field(default_factory=ContextTenantSettings)
     knowledge: KnowledgeTenantSettings = msgspec.field(default_factory=KnowledgeTenantSettings)
     extraction: ExtractionTenantSettings = msgspec.field(default_factory=ExtractionTenantSettings)
+    privacy: PrivacyTenantSettings = msgspec.field(default_factory=PrivacyTenantSettings)
 
 
 class TenantSettingsWrite(msgspec.Struct, forbid_unknown_fields=True):
@@ -120,11 +151,17 @@ class TenantSettingsWrite(msgspec.Struct, forbid_unknown_fields=True):
     context: ContextTenantSettings = msgspec.field(default_factory=ContextTenantSettings)
     knowledge: KnowledgeTenantSettings = msgspec.field(default_factory=KnowledgeTenantSettings)
     extraction: ExtractionTenantSettings = msgspec.field(default_factory=ExtractionTenantSettings)
+    privacy: PrivacyTenantSettings = msgspec.field(default_factory=PrivacyTenantSettings)
     reason: ShortText = ""
 
     def document(self) -> TenantSettingsDocument:
         return TenantSettingsDocument(
-            self.retention, self.ownership, self.context, self.knowledge, self.extraction
+            self.retention,
+            self.ownership,
+            self.context,
+            self.knowledge,
+            self.extraction,
+            self.privacy,
         )
 
 
@@ -135,8 +172,11 @@ class TenantSettingsRead(msgspec.Struct):
     context: ContextTenantSettings
     knowledge: KnowledgeTenantSettings
     extraction: ExtractionTenantSettings
+    privacy: PrivacyTenantSettings
     updated_at: datetime | None
     updated_by_key_id: str | None
+    # Read only, from GET /v1/tenant/limits (stored and changed there, not here).
+    limits: TenantLimitsRead
 
     @classmethod
     def of(
@@ -145,6 +185,7 @@ class TenantSettingsRead(msgspec.Struct):
         document: TenantSettingsDocument,
         updated_at: datetime | None,
         updated_by_key_id: str | None,
+        limits: TenantLimitsRead,
     ) -> TenantSettingsRead:
         return cls(
             version,
@@ -153,8 +194,10 @@ class TenantSettingsRead(msgspec.Struct):
             document.context,
             document.knowledge,
             document.extraction,
+            document.privacy,
             updated_at,
             updated_by_key_id,
+            limits,
         )
 
 

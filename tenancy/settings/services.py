@@ -8,8 +8,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.audit.log import Actor, AuditLog
+from tenancy.limits.schemas import TenantLimitsRead
+from tenancy.limits.services import TenantLimitsService
 from tenancy.settings.errors import SettingsChanged, SettingsIfMatchRequired
 from tenancy.settings.models import TenantSettingsVersion
+from tenancy.settings.providers import check_extraction
 from tenancy.settings.repositories import TenantSettingsRepository
 from tenancy.settings.schemas import (
     TenantSettingsDocument,
@@ -19,18 +22,19 @@ from tenancy.settings.schemas import (
     parse_document,
 )
 from tether.core.ids import TenantId
+from tether.core.settings import Settings
 
 
 def etag(version: int) -> str:
     return f'"{version}"'
 
 
-def _read(row: TenantSettingsVersion | None) -> TenantSettingsRead:
+def _read(row: TenantSettingsVersion | None, limits: TenantLimitsRead) -> TenantSettingsRead:
     if row is None:  # never changed: the defaults, at version 0
-        return TenantSettingsRead.of(0, TenantSettingsDocument(), None, None)
-    document = parse_document(row.document)
+        return TenantSettingsRead.of(0, TenantSettingsDocument(), None, None, limits)
     key = None if row.actor_key_id is None else str(row.actor_key_id)
-    return TenantSettingsRead.of(row.version, document, row.created_at, key)
+    document = parse_document(row.document)
+    return TenantSettingsRead.of(row.version, document, row.created_at, key, limits)
 
 
 async def current_settings(session: AsyncSession, tenant_id: TenantId) -> TenantSettingsDocument:
@@ -40,14 +44,25 @@ async def current_settings(session: AsyncSession, tenant_id: TenantId) -> Tenant
 
 
 class TenantSettingsService:
-    def __init__(self, session: AsyncSession, tenant_id: TenantId, actor: Actor) -> None:
+    """The settings document of one tenant.
+
+    Args:
+        deployment: the deployment's settings: the providers a tenant may choose, and
+            the limits' defaults (the document shows the limits in force, read only).
+    """
+
+    def __init__(
+        self, session: AsyncSession, tenant_id: TenantId, actor: Actor, deployment: Settings
+    ) -> None:
         self._session = session
         self._tenant_id = tenant_id
         self._actor = actor
+        self._providers = deployment.providers
         self._settings = TenantSettingsRepository(session, tenant_id)
+        self._limits = TenantLimitsService(session, tenant_id, deployment.limits, actor)
 
     async def get(self) -> TenantSettingsRead:
-        return _read(await self._settings.latest())
+        return _read(await self._settings.latest(), await self._limits.get())
 
     async def put(self, data: TenantSettingsWrite, if_match: str | None) -> TenantSettingsRead:
         """Write a new version if ``if_match`` names the one in force (412 otherwise)."""
@@ -59,6 +74,7 @@ class TenantSettingsService:
             raise SettingsChanged(
                 f"you sent If-Match {if_match}, the settings are at {etag(version)}"
             )
+        check_extraction(data.extraction, self._providers)  # 422 before anything is stored
         in_force = TenantSettingsDocument() if current is None else parse_document(current.document)
         before = dump_document(in_force)
         after = dump_document(data.document())
@@ -75,4 +91,4 @@ class TenantSettingsService:
             "tenant_settings",
             detail={"version": row.version, "sections": changed, "reason": bool(data.reason)},
         )
-        return _read(row)
+        return _read(row, await self._limits.get())

@@ -301,3 +301,19 @@ async def test_the_settings_page_shows_the_tenant(client, tenant):
     page = await admin.get("/console/admin/settings")
     assert page.status_code == 200
     assert tenant.id in page.text
+
+
+async def test_a_refused_llm_provider_is_shown_next_to_its_field(client, tenant):
+    admin = await signed_in(client, token_of(tenant.admin))
+    version = (await client.get("/v1/tenant/settings", headers=tenant.admin)).json()["version"]
+    form = {
+        "_csrf": await session_csrf(admin),
+        "version": str(version),
+        "extraction.llm_enabled": "on",
+        "extraction.llm_provider": "not-offered",
+    }
+    refused = await admin.post("/console/admin/settings/extraction", data=form)
+    assert refused.status_code == 422
+    assert "not-offered" in refused.text
+    after = (await client.get("/v1/tenant/settings", headers=tenant.admin)).json()
+    assert after["version"] == version  # nothing was stored

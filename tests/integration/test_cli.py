@@ -179,3 +179,25 @@ def test_tenant_settings_shows_and_writes_a_new_version(settings: Settings, tmp_
     assert "Fix:" in refused.stderr
     again = json.loads(_tether("tenant", "settings", "settings-cli", env=env).stdout)
     assert again["version"] == 1  # nothing was written
+
+
+def test_tenant_settings_cli_checks_the_llm_provider(settings: Settings, tmp_path) -> None:
+    named = {"vllm-eu": {"base_url": "http://vllm.eu.test:8000/v1", "model": "qwen"}}
+    env = _env(settings) | {
+        "TETHER_PROVIDERS__LLM": json.dumps(named),
+        "TETHER_PROVIDERS__ALLOWED_HOSTS": '["vllm.eu.test:8000"]',
+    }
+    assert _tether("tenant", "create", "provider-cli", env=env).returncode == 0
+    change = tmp_path / "settings.json"
+    outside = {"llm_provider": "vllm-eu", "llm_base_url": "http://metadata.test/v1"}
+    change.write_text(json.dumps({"extraction": outside}), encoding="utf-8")
+    refused = _tether("tenant", "settings", "provider-cli", "--set", str(change), env=env)
+    assert refused.returncode == 1
+    assert "extraction.llm_base_url" in refused.stderr
+    chosen = {"llm_provider": "vllm-eu", "llm_model": "qwen-72b"}
+    change.write_text(json.dumps({"extraction": chosen}), encoding="utf-8")
+    written = _tether("tenant", "settings", "provider-cli", "--set", str(change), env=env)
+    assert written.returncode == 0, written.stderr
+    body = json.loads(written.stdout)
+    assert body["version"] == 1
+    assert body["extraction"]["llm_model"] == "qwen-72b"

@@ -73,7 +73,13 @@ async def test_sections_default_to_the_deployment_and_are_validated(client, make
     current = (await client.get("/v1/tenant/settings", headers=tenant.admin)).json()
     assert current["context"] == {"default_max_tokens": None, "section_tokens": {}}
     assert current["knowledge"] == {"query_timeout_ms": None}
-    assert current["extraction"] == {"llm_enabled": True, "llm_daily_calls": None}
+    assert current["extraction"] == {
+        "llm_enabled": True,
+        "llm_daily_calls": None,
+        "llm_provider": None,
+        "llm_model": None,
+        "llm_base_url": None,
+    }
     for bad in (
         {"context": {"default_max_tokens": 100}},
         {"context": {"default_max_tokens": 40_000}},
@@ -99,7 +105,11 @@ async def test_sections_default_to_the_deployment_and_are_validated(client, make
     assert written.status_code == 200, written.text
     body = written.json()
     assert body["context"] == {"default_max_tokens": 400, "section_tokens": {"recent": 150}}
-    assert body["extraction"] == {"llm_enabled": False, "llm_daily_calls": 100}
+    assert body["extraction"] == change["extraction"] | {
+        "llm_provider": None,
+        "llm_model": None,
+        "llm_base_url": None,
+    }
     audit = await client.get(
         "/v1/audit", params={"action": "settings.update"}, headers=tenant.admin
     )

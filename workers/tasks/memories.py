@@ -11,6 +11,7 @@ from redis.exceptions import RedisError
 
 from tenancy.ids import RelationshipScope
 from tether.core.database_errors import DATABASE_ERRORS
+from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.tenant_sessions import tenant_transaction
 from tether.memories.expiry import expire_due
@@ -33,6 +34,9 @@ async def _extract(
     resources: Resources, scope: RelationshipScope, session_id: str
 ) -> dict[str, object]:
     services = services_for(resources)
+    tenant_id = TenantId(scope.tenant_id)
+    extraction = (await services.tenant_settings.get(tenant_id)).extraction
+    chat = await services.chats.for_tenant(tenant_id, extraction)
     async with tenant_transaction(resources.sessions, scope.tenant_id) as session:
         report = await SessionExtraction(
             session,
@@ -40,7 +44,7 @@ async def _extract(
             services.embedder,
             services.versions.invalidate,
             resources.settings,
-            services.chat,
+            chat,
             services.llm_gate,
         ).run(session_id)
     if report.status in ("extracted", "raw_only"):

@@ -16,8 +16,9 @@ from litestar.datastructures import FormMultiDict
 from tenancy.settings.schemas import TenantSettingsRead, TenantSettingsWrite
 from tether.console import forms
 
-# Fields of the read document that are not sections.
-_META = ("version", "updated_at", "updated_by_key_id")
+# Fields of the read document that are not sections (limits: read only, changed at
+# /v1/tenant/limits).
+_META = ("version", "updated_at", "updated_by_key_id", "limits")
 _AT = re.compile(r"at `\$\.([^`]+)`")
 
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, SecretStr, field_validator, model_validat
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tether.core import task_queues
+from tether.core.provider_urls import allow_entry, url_problem
 from tether.core.text import CONTENT_CHARS
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
@@ -206,6 +207,44 @@ class LlmSettings(BaseModel):
     max_retries: int = Field(default=2, ge=0)
 
 
+class NamedLlmProvider(BaseModel):
+    """A chat model the deployment names, for tenants to choose by that name (decision
+    0075): its key stays here, never in a tenant's settings."""
+
+    base_url: str
+    model: str
+    api_key: SecretStr | None = None
+    timeout_seconds: float = Field(default=20.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _valid_url(cls, value: str) -> str:
+        problem = url_problem(value)
+        if problem is not None:
+            raise ValueError(f"base_url {problem}")
+        return value
+
+
+class ProvidersSettings(BaseModel):
+    """What tenants may choose in their settings' ``extraction`` section (decision 0075):
+    ``TETHER_PROVIDERS__LLM`` is a JSON object of named chat providers, and
+    ``TETHER_PROVIDERS__ALLOWED_HOSTS`` a JSON list of hosts (``host`` or ``host:port``) a
+    tenant's own ``llm_base_url`` may point at. Empty: tenants choose nothing."""
+
+    llm: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")], NamedLlmProvider] = (
+        Field(default_factory=dict)
+    )
+    allowed_hosts: list[str] = Field(default_factory=list)
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _valid_hosts(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            allow_entry(entry)  # ValueError names the entry
+        return value
+
+
 class MemorySettings(BaseModel):
     """Limits and lifecycle of memories."""
 
@@ -362,6 +401,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = IngestSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     llm: LlmSettings = LlmSettings()
+    providers: ProvidersSettings = ProvidersSettings()
     memory: MemorySettings = MemorySettings()
     recall: RecallSettings = RecallSettings()
     context: ContextSettings = ContextSettings()

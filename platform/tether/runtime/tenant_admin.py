@@ -103,6 +103,7 @@ def tenant_settings(settings: Settings, name: str, document: bytes | None) -> di
     import msgspec
 
     from tenancy.settings.errors import SettingsChanged
+    from tenancy.settings.providers import ProviderRefused
     from tenancy.settings.schemas import TenantSettingsWrite
     from tenancy.settings.services import TenantSettingsService, etag
 
@@ -120,13 +121,20 @@ def tenant_settings(settings: Settings, name: str, document: bytes | None) -> di
     async def work(sessions: Sessions) -> dict[str, Any]:
         tenant_id = await _tenant_id(sessions, name)
         async with tenant_transaction(sessions, tenant_id) as session:
-            service = TenantSettingsService(session, tenant_id, OPERATOR_CLI)
+            service = TenantSettingsService(session, tenant_id, OPERATOR_CLI, settings)
             current = await service.get()
             if write is not None:
                 try:
                     current = await service.put(write, etag(current.version))
                 except SettingsChanged as exc:
                     raise StartupError(exc.detail, "run it again") from exc
+                except ProviderRefused as exc:
+                    messages = "; ".join(
+                        f"{e['field']}: {e['message']}" for e in exc.extra["errors"]
+                    )
+                    raise StartupError(
+                        f"the settings are invalid: {messages}", "see docs/tenant-settings.md"
+                    ) from exc
         shown: dict[str, Any] = msgspec.to_builtins(current)
         return {"tenant": name, **shown}
 

@@ -19,6 +19,7 @@ from tenancy.access.policy_services import PolicyService
 from tenancy.access.principal import Principal
 from tenancy.settings.controllers import provide_tenant_settings_service
 from tenancy.settings.errors import SettingsChanged
+from tenancy.settings.providers import ProviderRefused
 from tenancy.settings.services import TenantSettingsService, etag
 from tether.console import forms, settings_form
 from tether.console.pages import back_to, may, render
@@ -133,6 +134,17 @@ class SettingsPages(Controller):
             )
         try:
             saved = await tenant_settings_service.put(data, etag(read_version))
+        except ProviderRefused as exc:
+            first = exc.extra["errors"][0]
+            return await self._page(
+                *page,
+                status=422,
+                drafts={section: mine},
+                draft_section=section,
+                draft_version=read_version,
+                invalid=settings_form.Invalid(first["field"], first["message"]),
+                reason=reason,
+            )
         except SettingsChanged:
             return await self._page(
                 *page,
