@@ -38,12 +38,13 @@ MIXED_MEMORIES = [
 
 
 @contextmanager
-def count_sql(resources: Resources) -> Iterator[list[str]]:
-    """Every SQL statement the app's engine runs inside the block."""
+def count_sql(resources: Resources, *, with_parameters: bool = False) -> Iterator[list[str]]:
+    """Every SQL statement the app's engine runs inside the block (followed by its
+    parameters when asked)."""
     statements: list[str] = []
 
-    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        statements.append(statement)
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_args: Any) -> None:
+        statements.append(f"{statement} {parameters!r}" if with_parameters else statement)
 
     event.listen(resources.engine.sync_engine, "before_cursor_execute", record)
     try:
