@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -47,6 +48,8 @@ class OldRelease:
 
 
 def _git(*args: str) -> str:
+    if shutil.which("git") is None:
+        pytest.skip("git history is unavailable here (no git command)")
     done = subprocess.run(
         ["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False
     )
