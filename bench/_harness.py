@@ -22,6 +22,7 @@ from sqlalchemy import text
 
 from tenancy.access.schemas import ApiKeyCreate
 from tenancy.access.services import ApiKeyService, TenantService
+from tenancy.audit import keys as audit_keys
 from tenancy.enums import Role
 from tether.core import migrations
 from tether.core.database import create_engine, create_session_factory, transaction
@@ -370,7 +371,11 @@ ANALYZE;
 async def seed(database_url: str, redis_url: str, n: int, creators: int) -> str:
     """A tenant with ``n`` users, ``creators`` creators (one persona each) and one
     relationship per user; returns a gateway key."""
-    engine = create_engine(Settings(database_url=database_url, redis_url=redis_url))
+    settings = Settings(database_url=database_url, redis_url=redis_url)
+    # Creating a tenant appends to its audit chain, keyed from the secret the API and
+    # worker processes read too (TETHER_AUDIT__SECRET, else the data dir's key file).
+    audit_keys.configure(settings)
+    engine = create_engine(settings)
     factory = create_session_factory(engine)
     async with transaction(factory) as session:
         tenant = await TenantService(session).create("bench", "local")

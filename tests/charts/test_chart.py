@@ -411,8 +411,13 @@ def test_beat_is_a_recreated_singleton(manifests: list[Manifest]) -> None:
 def test_settings_map_holds_the_non_secret_settings(manifests: list[Manifest]) -> None:
     settings = _settings(manifests)
     assert settings["TETHER_HOST"] == ALL_INTERFACES
-    expected = {"TETHER_REGION", "TETHER_LOG_LEVEL", "TETHER_PORT", "OTEL_SDK_DISABLED"}
+    expected = {"TETHER_REGION", "TETHER_LOG_LEVEL", "TETHER_PORT", "OTEL_TRACES_SAMPLER"}
     assert expected <= settings.keys()
+    # Never the SDK switch: it would empty /metrics, which Prometheus and the queue-depth
+    # autoscaler read whether or not OTLP export is on.
+    assert "OTEL_SDK_DISABLED" not in settings
+    exporting = "OTEL_EXPORTER_OTLP_ENDPOINT" in settings
+    assert exporting != (settings.get("OTEL_TRACES_EXPORTER") == "none")
     for container in _containers(manifests):
         assert _env(container)["OTEL_SERVICE_NAME"]["value"].startswith("tether-")
 

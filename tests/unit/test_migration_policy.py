@@ -109,3 +109,13 @@ def test_our_migrations_since_the_policy_declare_a_phase_and_are_safe() -> None:
     assert report.pending, "a migration after the policy exists"
     assert report.unsafe == {}
     assert all(p.phase in ("expand", "contract") for p in report.pending)
+
+
+def test_only_an_unknown_later_revision_is_newer_than_the_head() -> None:
+    """What /ready accepts during a rolling upgrade: a schema a later release migrated."""
+    head = migrations.head_revision()
+    assert not migrations.is_newer_than_head(head)
+    assert not migrations.is_newer_than_head(POLICY_SINCE)  # known, older: behind
+    assert migrations.is_newer_than_head(f"{int(head) + 1:04d}")
+    assert not migrations.is_newer_than_head("0000")  # unknown, but not later
+    assert not migrations.is_newer_than_head("a1b2c3")  # not ours

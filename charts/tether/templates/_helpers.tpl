@@ -106,13 +106,17 @@ Job's inline env (the hook runs before the ConfigMap exists).
   "TETHER_CONSOLE__SECURE_COOKIES" (.Values.config.console.secureCookies | toString)
   "TETHER_CONSOLE__SESSION_IDLE_MINUTES" (.Values.config.console.sessionIdleMinutes | toString)
   "TETHER_CONSOLE__SESSION_MAX_HOURS" (.Values.config.console.sessionMaxHours | toString)
-  "OTEL_SDK_DISABLED" (ternary "false" "true" .Values.otel.enabled)
   "OTEL_EXPORTER_OTLP_PROTOCOL" (.Values.otel.protocol | toString)
   "OTEL_TRACES_SAMPLER" (.Values.otel.tracesSampler | toString)
   "OTEL_TRACES_SAMPLER_ARG" (.Values.otel.tracesSamplerArg | toString)
 }}
 {{- if .Values.otel.enabled }}
 {{- $_ := set $s "OTEL_EXPORTER_OTLP_ENDPOINT" (required "otel.endpoint is required when otel.enabled is true" .Values.otel.endpoint) }}
+{{- else }}
+{{- /* No OTLP export; not OTEL_SDK_DISABLED, which would also empty the API's /metrics
+       (the ServiceMonitor's and the queue-depth autoscaler's source). */}}
+{{- $_ := set $s "OTEL_TRACES_EXPORTER" "none" }}
+{{- $_ := set $s "OTEL_METRICS_EXPORTER" "none" }}
 {{- end }}
 {{- $attrs := list (printf "cloud.region=%s" .Values.region) }}
 {{- range $k, $v := .Values.otel.resourceAttributes }}

@@ -52,6 +52,22 @@ def head_revision() -> str:
     return head
 
 
+@lru_cache(maxsize=1)
+def _known_revisions() -> frozenset[str]:
+    scripts = ScriptDirectory.from_config(alembic_config("postgresql://unused"))
+    return frozenset(script.revision for script in scripts.walk_revisions())
+
+
+def is_newer_than_head(revision: str) -> bool:
+    """Whether ``revision`` is one a later release wrote: unknown to this code base and
+    numbered after its head. During a rolling upgrade the new release's migration Job
+    runs first, and expand/contract (decision 0062) keeps this release working on it."""
+    if revision in _known_revisions():
+        return False
+    head = head_revision()
+    return revision.isdigit() and head.isdigit() and int(revision) > int(head)
+
+
 async def current_async(database_url: str) -> str | None:
     """The revision the database is at (None before the first migration)."""
     engine = create_async_engine(async_url(database_url))

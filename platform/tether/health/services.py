@@ -12,7 +12,7 @@ from sqlalchemy import text
 import tether
 from tether.core import task_queues
 from tether.core.database_errors import DATABASE_ERRORS, DatabaseUnavailable
-from tether.core.migrations import head_revision
+from tether.core.migrations import head_revision, is_newer_than_head
 from tether.core.resources import Resources
 from tether.health.heartbeat import last_beats
 from tether.health.schemas import ComponentHealth, HealthRead, HotTierRead, Status
@@ -86,9 +86,14 @@ class HealthService:
     async def _migrations(self) -> str:
         async with self._resources.engine.connect() as conn:
             current = await conn.scalar(text("SELECT version_num FROM alembic_version"))
-        if current != head_revision():
-            raise ProbeFailed(f"schema at {current}, code expects {head_revision()}")
-        return f"at head {current}"
+        if current == head_revision():
+            return f"at head {current}"
+        # Ahead is the rolling upgrade's normal state: not ready there would take every
+        # pod of the running release out of its Service the moment the new release's
+        # migration Job finishes, before one new pod is ready.
+        if current is not None and is_newer_than_head(current):
+            return f"schema at {current}, ahead of this release's {head_revision()} (an upgrade)"
+        raise ProbeFailed(f"schema at {current}, code expects {head_revision()}")
 
     async def _redis(self) -> str:
         await self._resources.redis.ping()
