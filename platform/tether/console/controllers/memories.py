@@ -28,7 +28,7 @@ from tether.memories.enums import MemoryLayer, MemoryType
 from tether.memories.schemas import MemoryUpdate
 from tether.memories.services import MemoryService
 from tether.recall.services import may_see_private
-from tether.recap.deps import provide_recap_service
+from tether.recap.deps import provide_rules_recap_service
 from tether.recap.services import RecapService
 from tether.rights.controllers import provide_forget_service
 from tether.rights.export import audited_relationship_export
@@ -58,7 +58,7 @@ class RelationshipPages(Controller):
         "memory_service": Provide(provide_console_memory_service, sync_to_thread=False),
         "forget_service": Provide(provide_forget_service, sync_to_thread=False),
         "conflict_service": Provide(provide_conflict_service, sync_to_thread=False),
-        "recap_service": Provide(provide_recap_service),
+        "recap_service": Provide(provide_rules_recap_service, sync_to_thread=False),
     }
 
     @get("/", opt=policy("relationship_memory", "read"))
