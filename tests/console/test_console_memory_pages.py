@@ -143,6 +143,9 @@ async def test_pool_inheritance_for_whoever_the_api_lets_edit_it(
         "semantic"
     ]
     admin, admin_csrf = browsers["admin"]
+    user = (await client.get(api, headers=world.keys["gateway"])).json()["global_user_id"]
+    consent = _page(await admin.get(f"/console/users/{user}"))
+    assert f'data-inheritance="{world.rid}"' in consent  # admins reach it from the user
     assert 'value="semantic" checked' in _page(await admin.get(url))
     reset = await admin.post(url, data={"_csrf": admin_csrf, "mode": "tenant"})
     assert reset.status_code == 303
