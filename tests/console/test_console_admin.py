@@ -45,7 +45,7 @@ async def test_a_new_key_is_shown_once_works_and_revoking_it_ends_its_sessions(c
     assert "Studio 1 的密钥" in listing.text
     creator = await signed_in(client, token)
     assert (await creator.get("/console/personas")).status_code == 200
-    key_id = re.search(r'data-key="([\w-]+)"[^>]*><td>Studio 1', listing.text).group(1)
+    key_id = re.search(r'data-key="([\w-]+)"[^>]*><td[^>]*>Studio 1', listing.text).group(1)
     revoked = await admin.post(
         f"/console/admin/keys/{key_id}/revoke", data={"_csrf": csrf_of(listing.text)}
     )

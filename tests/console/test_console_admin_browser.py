@@ -7,38 +7,17 @@ CONSOLE_SCREENSHOTS=docs/console."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page
 
-from tests.console.live import CHROMIUM, CHROMIUM_FLAGS, live_server, screenshot_dir
 from tests.console.support import token_of
 from tests.console.test_console_browser import PHONE, _page, _shot, _sign_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.worker]
-
-
-@pytest.fixture(scope="module")
-def server(settings) -> Any:
-    with live_server(settings) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory) -> Path:
-    return screenshot_dir(tmp_path_factory.mktemp("shots"))
-
-
-@pytest.fixture(scope="module")
-async def chromium() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        yield browser
-        await browser.close()
 
 
 class Admin:

@@ -10,16 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Browser, BrowserContext, Page, async_playwright
+from playwright.async_api import Browser, BrowserContext, Page
 from sqlalchemy import text
 
-from tests.console.live import CHROMIUM, CHROMIUM_FLAGS, live_server, screenshot_dir
 from tests.console.support import token_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.worker]
@@ -27,25 +25,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.worker]
 XSS = "<script>alert('xss')</script> 用户说 <img src=x onerror=alert(1)>"
 LAPTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
-
-
-@pytest.fixture(scope="module")
-def server(settings) -> Any:
-    with live_server(settings) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory) -> Path:
-    return screenshot_dir(tmp_path_factory.mktemp("shots"))
-
-
-@pytest.fixture(scope="module")
-async def chromium() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        yield browser
-        await browser.close()
 
 
 class World:

@@ -33,6 +33,10 @@ PAGES: dict[tuple[str, str], str] = {
     ("GET", R): "DAOOD",
     ("GET", R + "/memories/{memory_id}"): "DAOOD",
     ("GET", R + "/export"): "AADDA",
+    ("GET", R + "/sessions"): "DAOOD",
+    ("GET", R + "/pool-inheritance"): "ADODD",
+    ("GET", "/console/extract"): "DAAAD",
+    ("POST", "/console/extract?relationship_id={relationship_id}"): "DAOOD",
     ("GET", "/console/playground"): "DAAAD",
     ("POST", "/console/playground?relationship_id={relationship_id}"): "DAOOD",
     ("GET", "/console/audit"): "ADDDA",
@@ -46,6 +50,8 @@ PAGES: dict[tuple[str, str], str] = {
     ("GET", "/console/admin/policies"): "ADDDA",
     ("GET", "/console/admin/privacy"): "ADDDD",
     ("GET", "/console/admin/settings"): "ADDDD",
+    ("GET", "/console/admin/session-defaults"): "ADDDD",
+    ("GET", "/console/admin/retention"): "ADDDD",
     ("GET", "/console/admin/knowledge"): "AAADD",
     ("GET", KB): "AAODD",
 }
@@ -65,6 +71,23 @@ ELSEWHERE = {
     ): "test_console_pages",
     ("POST", "/console/relationships/{relationship_id:uuid}/forget"): "test_console_pages",
     ("POST", "/console/relationships/{relationship_id:uuid}/forget/confirm"): "test_console_pages",
+    (
+        "POST",
+        "/console/relationships/{relationship_id:uuid}/memories/{memory_id:uuid}/resolve",
+    ): "test_console_memory_pages",
+    (
+        "POST",
+        "/console/relationships/{relationship_id:uuid}/sessions/{session_id:str}",
+    ): "test_console_memory_pages",
+    (
+        "POST",
+        "/console/relationships/{relationship_id:uuid}/sessions/{session_id:str}/forget",
+    ): "test_console_memory_pages",
+    (
+        "POST",
+        "/console/relationships/{relationship_id:uuid}/pool-inheritance",
+    ): "test_console_memory_pages",
+    ("POST", "/console/admin/session-defaults"): "test_console_memory_pages",
     ("POST", "/console/audit/verify"): "test_console_pages",
     ("POST", "/console/audit/verify/{job_id:str}"): "test_console_pages",
     ("GET", "/console/audit/events/{event_id:uuid}"): "test_console_pages",
@@ -171,6 +194,7 @@ async def test_console_page_answers_each_role_as_the_table_says(
                 form = {
                     "_csrf": csrf,
                     "query": "bees 蜜蜂",
+                    "snippet": "user: I keep bees 我养蜜蜂",
                     "relationship_id": side.relationship_id,
                 }
                 response = await own.post(url.split("?")[0], data=form)

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Browser, async_playwright
+from playwright.async_api import Browser
 
-from tests.console.live import CHROMIUM, CHROMIUM_FLAGS, live_server, screenshot_dir
 from tests.console.support import session_csrf, signed_in, token_of
 from tests.console.test_console_browser import PHONE, XSS, _page, _shot, _sign_in
 
@@ -28,25 +26,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.worker]
 
 SILENCE = "ownership.creator_silence_hours"
 POOL_ID = "ownership.pool_operator_id"
-
-
-@pytest.fixture(scope="module")
-def server(settings) -> Any:
-    with live_server(settings) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory) -> Path:
-    return screenshot_dir(tmp_path_factory.mktemp("shots"))
-
-
-@pytest.fixture(scope="module")
-async def chromium() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        yield browser
-        await browser.close()
 
 
 class World:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tether.console.diffs import segments
 from tether.console.i18n import Translator, catalogue, pick
+from tether.console.snippets import turns_of
 from tether.console.timeline import timeline
 from tether.memories.schemas import MemoryRead
 
@@ -88,3 +89,14 @@ def test_superseded_versions_fold_under_the_newest_of_their_chain() -> None:
     entries = timeline([newest, orphan, middle, oldest])
     assert [e.memory.id for e in entries] == [newest.id, orphan.id]
     assert [m.id for m in entries[0].older] == [middle.id, oldest.id]
+
+
+def test_a_pasted_snippet_becomes_turns() -> None:
+    snippet = "I moved last week\nassistant: where to?\n用户：里斯本\nand I love it\n\nA: nice\n"
+    assert turns_of(snippet) == [
+        {"role": "user", "text": "I moved last week"},
+        {"role": "assistant", "text": "where to?"},
+        {"role": "user", "text": "里斯本\nand I love it"},
+        {"role": "assistant", "text": "nice"},
+    ]
+    assert turns_of("user:   \n\n") == []

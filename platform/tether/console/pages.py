@@ -33,6 +33,7 @@ NAV = (
     NavItem("nav.personas", "/console/personas", ("identity", "read")),
     NavItem("nav.relationships", "/console/relationships", ("relationship_memory", "read")),
     NavItem("nav.playground", "/console/playground", ("relationship_memory", "read")),
+    NavItem("nav.extract", "/console/extract", ("relationship_memory", "read")),
     NavItem("nav.audit", "/console/audit", ("audit", "read")),
     NavItem("nav.users", "/console/users", ("global_user_profile", "read")),
     NavItem("nav.keys", "/console/admin/keys", ("api_key", "read")),
@@ -40,6 +41,8 @@ NAV = (
     NavItem("nav.privacy", "/console/admin/privacy", ("tenant_settings", "read")),
     NavItem("nav.knowledge", "/console/admin/knowledge", ("knowledge", "read")),
     NavItem("nav.settings", "/console/admin/settings", ("tenant_settings", "read")),
+    NavItem("nav.session_defaults", "/console/admin/session-defaults", ("tenant_settings", "read")),
+    NavItem("nav.retention", "/console/admin/retention", ("tenant_settings", "read")),
 )
 
 

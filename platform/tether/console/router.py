@@ -15,6 +15,7 @@ from litestar.types import ControllerRouterHandler
 from tether.console.controllers.audit import AuditPages
 from tether.console.controllers.auth import AuthController
 from tether.console.controllers.consent import ConsentPages
+from tether.console.controllers.extract import ExtractPages
 from tether.console.controllers.home import HomeController
 from tether.console.controllers.keys import KeyPages
 from tether.console.controllers.knowledge import KnowledgePages
@@ -22,7 +23,9 @@ from tether.console.controllers.memories import RelationshipPages
 from tether.console.controllers.personas import PersonaPages
 from tether.console.controllers.playground import PlaygroundPages
 from tether.console.controllers.policies import PolicyPages
+from tether.console.controllers.sessions import SessionPages
 from tether.console.controllers.settings_page import SettingsPages
+from tether.console.controllers.tenant_sessions import TenantSessionPages
 from tether.console.csrf import csrf_guard
 from tether.console.errors import EXCEPTION_HANDLERS
 from tether.console.filters import FILTERS
@@ -36,13 +39,16 @@ PAGES: list[ControllerRouterHandler] = [
     HomeController,
     PersonaPages,
     RelationshipPages,
+    SessionPages,
     PlaygroundPages,
+    ExtractPages,
     AuditPages,
     ConsentPages,
     KeyPages,
     PolicyPages,
     KnowledgePages,
     SettingsPages,
+    TenantSessionPages,
 ]
 
 

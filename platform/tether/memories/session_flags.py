@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from redis.asyncio import Redis
@@ -19,8 +20,9 @@ from tether.core.unit_of_work import on_commit
 from tether.memories import session_schemas as s
 from tether.memories.forget_session import forget_session
 from tether.memories.writer import Invalidate
-from tether.turns.flags import FlagRepository, TenantDefaultsRepository, decide
+from tether.turns.flags import FlagRepository, Layers, TenantDefaultsRepository, decide
 from tether.turns.flags_cache import FlagCache
+from tether.turns.repositories import ChatSessionRepository
 from tether.turns.working_memory import WorkingMemory
 
 
@@ -43,16 +45,34 @@ class SessionFlagService:
         """The flags in force for a session (an unknown session: the defaults)."""
         card = await self._directory.open(relationship_id)
         layers = await FlagRepository(self._session, card.scope).layers(session_id)
-        flags = decide(layers)
-        return s.SessionFlagsRead(
-            session_id,
-            flags.memory_enabled,
-            flags.knowledge_enabled,
-            flags.memory_source,
-            flags.knowledge_source,
-            layers.session_memory,
-            layers.session_knowledge,
-        )
+        return _flags_read(session_id, layers)
+
+    async def sessions(
+        self, relationship_id: uuid.UUID, offset: int, limit: int
+    ) -> s.SessionSummaryPage:
+        """The relationship's sessions, most recently active first, each with the flags
+        in force (the persona's and tenant's levels are read once for the page)."""
+        card = await self._directory.open(relationship_id)
+        inherited = await FlagRepository(self._session, card.scope).layers(None)
+        rows = await ChatSessionRepository(self._session, card.scope).newest(offset, limit)
+        items = [
+            s.SessionSummary(
+                row.opened_at,
+                row.last_turn_at,
+                row.turn_count,
+                row.ended_at,
+                _flags_read(
+                    row.session_id,
+                    replace(
+                        inherited,
+                        session_memory=row.memory_enabled,
+                        session_knowledge=row.knowledge_enabled,
+                    ),
+                ),
+            )
+            for row in rows
+        ]
+        return s.SessionSummaryPage(items, offset + limit if len(rows) == limit else None)
 
     async def put(
         self, relationship_id: uuid.UUID, session_id: str, data: s.SessionFlagsUpdate
@@ -102,6 +122,19 @@ class SessionFlagService:
         on_commit(self._session, after)
         await self._forget_cached(card.id, session_id)  # the session's row is gone
         return s.SessionForgotten(session_id, turns, memories)
+
+
+def _flags_read(session_id: str, layers: Layers) -> s.SessionFlagsRead:
+    flags = decide(layers)
+    return s.SessionFlagsRead(
+        session_id,
+        flags.memory_enabled,
+        flags.knowledge_enabled,
+        flags.memory_source,
+        flags.knowledge_source,
+        layers.session_memory,
+        layers.session_knowledge,
+    )
 
 
 class SessionDefaultsService:

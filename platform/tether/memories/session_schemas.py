@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 import msgspec
@@ -25,6 +26,21 @@ class SessionFlagsRead(msgspec.Struct):
     # What the session itself says (null: it inherits).
     session_memory_enabled: bool | None
     session_knowledge_enabled: bool | None
+
+
+class SessionSummary(msgspec.Struct):
+    """One session of a relationship and the flags in force for it."""
+
+    opened_at: datetime
+    last_turn_at: datetime
+    turn_count: int
+    ended_at: datetime | None
+    flags: SessionFlagsRead
+
+
+class SessionSummaryPage(msgspec.Struct):
+    items: list[SessionSummary]
+    next_offset: int | None
 
 
 class SessionForgotten(msgspec.Struct):

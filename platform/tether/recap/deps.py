@@ -30,3 +30,15 @@ async def provide_recap_service(
     finally:
         if chat is not None:
             await chat.aclose()
+
+
+def provide_rules_recap_service(
+    state: State,
+    db_session: NamedDependency[AsyncSession],
+    relationship_directory: NamedDependency[RelationshipDirectory],
+    principal: NamedDependency[Principal],
+) -> RecapService:
+    """The recap without the LLM (the stored summary, else the rules): for pages that
+    render it on every visit, where an LLM call per page view would cost too much."""
+    enforcer = state.policy.for_tenant(principal.tenant_id)
+    return RecapService(db_session, relationship_directory, principal, enforcer, None)

@@ -166,6 +166,21 @@ class ChatSessionRepository:
         statement = select(ChatSession).where(*self._where(session_id))
         return (await self._session.execute(statement)).scalar_one_or_none()
 
+    async def newest(self, offset: int, limit: int) -> list[ChatSession]:
+        """The relationship's sessions, most recently active first (a relationship has
+        few enough sessions for an offset page)."""
+        statement = (
+            select(ChatSession)
+            .where(
+                ChatSession.relationship_id == self._scope.relationship_id,
+                ChatSession.tenant_id == self._scope.tenant_id,
+            )
+            .order_by(ChatSession.last_turn_at.desc(), ChatSession.session_id)
+            .offset(offset)
+            .limit(limit)
+        )
+        return list((await self._session.execute(statement)).scalars())
+
     async def end(self, session_id: str, reason: str, at: datetime) -> bool:
         """Close a session (creating its row if its turns are still queued); False if it
         was already closed."""

@@ -84,6 +84,7 @@ class ConsentPages(Controller):
             relationships=relationships.items,
             personas=personas,
             rule=rule,
+            may_inherit=may(request, "ownership", "write"),
             scopes=list(ConsentScope),
             saved=saved,
             granted=set(

@@ -22,11 +22,14 @@ from tether.console import forms
 from tether.console.pages import back_to, may, render, require
 from tether.console.timeline import timeline
 from tether.core.resources import Resources
-from tether.memories.deps import provide_console_memory_service
+from tether.memories.conflicts import ConflictService
+from tether.memories.deps import provide_conflict_service, provide_console_memory_service
 from tether.memories.enums import MemoryLayer, MemoryType
 from tether.memories.schemas import MemoryUpdate
 from tether.memories.services import MemoryService
 from tether.recall.services import may_see_private
+from tether.recap.deps import provide_rules_recap_service
+from tether.recap.services import RecapService
 from tether.rights.controllers import provide_forget_service
 from tether.rights.export import audited_relationship_export
 from tether.rights.forget import ForgetService
@@ -36,6 +39,7 @@ AnyRequest = Request[Any, Any, Any]
 Memories = NamedDependency[MemoryService]
 Relationships = NamedDependency[RelationshipService]
 PAGE = 50
+CONFLICTS = 20  # the oldest open conflicts beside the timeline
 
 
 def _choice(kind: type[Any], value: str | None) -> Any:
@@ -53,6 +57,8 @@ class RelationshipPages(Controller):
         "relationship_service": Provide(provide_relationship_service, sync_to_thread=False),
         "memory_service": Provide(provide_console_memory_service, sync_to_thread=False),
         "forget_service": Provide(provide_forget_service, sync_to_thread=False),
+        "conflict_service": Provide(provide_conflict_service, sync_to_thread=False),
+        "recap_service": Provide(provide_rules_recap_service, sync_to_thread=False),
     }
 
     @get("/", opt=policy("relationship_memory", "read"))
@@ -84,14 +90,18 @@ class RelationshipPages(Controller):
         relationship_id: FromPath[uuid.UUID],
         relationship_service: Relationships,
         memory_service: Memories,
+        conflict_service: NamedDependency[ConflictService],
+        recap_service: NamedDependency[RecapService],
         layer: FromQuery[str | None] = None,
         memory_type: FromQuery[str | None] = None,
         show: FromQuery[str | None] = None,
         cursor: FromQuery[str | None] = None,
         forgotten: FromQuery[int | None] = None,
+        resolved: FromQuery[str | None] = None,
     ) -> Template:
         """The memory timeline, newest first, superseded versions folded under the
-        current one."""
+        current one; beside it the open conflicts and the recap (GET …/conflicts and
+        GET …/recap, the same policy as the timeline)."""
         require(request, "identity", "read")  # the relationship itself
         relationship = await relationship_service.get(relationship_id)
         page = await memory_service.list(
@@ -104,6 +114,8 @@ class RelationshipPages(Controller):
             layer=_choice(MemoryLayer, layer),
             newest_first=True,
         )
+        conflicts = await conflict_service.list(relationship_id, None, CONFLICTS)
+        recap = await recap_service.recap(relationship_id)
         filters = {"layer": layer or "", "memory_type": memory_type or "", "show": show or ""}
         extra = "".join(f"&{k}={v}" for k, v in filters.items() if v)
         return render(
@@ -117,8 +129,13 @@ class RelationshipPages(Controller):
             layers=list(MemoryLayer),
             types=list(MemoryType),
             forgotten=forgotten,
+            resolved=bool(resolved),
             may_forget=may(request, "relationship_memory", "delete"),
             may_export=may(request, "relationship_memory", "export"),
+            may_resolve=may(request, "relationship_memory", "write"),
+            may_inherit=may(request, "ownership", "write"),
+            conflicts=conflicts,
+            recap=recap,
         )
 
     @get(
