@@ -37,7 +37,9 @@ CREATE FUNCTION tether_audit_delete_anchored() RETURNS trigger LANGUAGE plpgsql 
 DECLARE
   covered bigint;
 BEGIN
-  covered := CASE WHEN TG_TABLE_NAME = 'audit_events' THEN OLD.seq ELSE OLD.sealed_seq END;
+  -- Through JSON: one function serves two tables with different columns.
+  covered := (to_jsonb(OLD) ->> CASE WHEN TG_TABLE_NAME = 'audit_events'
+                                     THEN 'seq' ELSE 'sealed_seq' END)::bigint;
   IF covered IS NOT NULL AND EXISTS (
     SELECT 1 FROM audit_anchors a WHERE a.tenant_id = OLD.tenant_id AND a.seq >= covered
   ) THEN
