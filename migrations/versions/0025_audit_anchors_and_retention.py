@@ -28,6 +28,7 @@ branch_labels = None
 depends_on = None
 
 APP_ROLE = "tether_app"
+SYSTEM_ROLE = "tether_system"
 TENANT_MATCHES = "tenant_id::text = current_setting('tether.tenant_id', true)"
 
 # Row security applies inside the trigger too: with no tenant set no anchor is seen and
@@ -142,10 +143,17 @@ def upgrade() -> None:
     op.execute(PRUNE)
     op.execute("REVOKE ALL ON FUNCTION tether_audit_prune(bigint) FROM PUBLIC")
     _grant(f"GRANT EXECUTE ON FUNCTION tether_audit_prune(bigint) TO {APP_ROLE};")
+    # Like every definer function (migration 0017), it runs as the system role, which
+    # nobody logs in as; the tenant policy still applies to it (no system_jobs policy),
+    # so it reaches the current tenant's rows only.
+    op.execute(f"GRANT SELECT ON audit_anchors TO {SYSTEM_ROLE}")
+    op.execute(f"GRANT SELECT, DELETE ON audit_events, audit_access_events TO {SYSTEM_ROLE}")
+    op.execute(f"ALTER FUNCTION tether_audit_prune(bigint) OWNER TO {SYSTEM_ROLE}")
 
 
 def downgrade() -> None:
     op.execute("DROP FUNCTION tether_audit_prune(bigint)")
+    op.execute(f"REVOKE SELECT, DELETE ON audit_events, audit_access_events FROM {SYSTEM_ROLE}")
     op.execute("DROP TRIGGER audit_access_events_delete_anchored ON audit_access_events")
     op.execute(
         "CREATE TRIGGER audit_access_events_no_delete BEFORE DELETE ON audit_access_events "
