@@ -52,7 +52,8 @@ class LineSigner:
         self._digest = hashlib.sha256()
 
     def line(self, entry: bytes) -> bytes:
-        """``entry`` is one JSON object (``{...}``); the signed line, newline included."""
+        """``entry`` is one JSON object with at least one field (every audit and access
+        event has many); the signed line, newline included."""
         self.last_mac = line_mac(self._key, self.last_mac, entry)
         signed = entry[:-1] + _SUFFIX_HEAD + self.last_mac.encode() + b'"}\n'
         self._digest.update(signed)
