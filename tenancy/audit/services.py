@@ -193,6 +193,7 @@ class AuditService:
     async def verify_step(self, step: VerifyStep, limit: int) -> VerifyStep:
         """Check the next ``limit`` events after ``step`` (a long chain is verified in
         steps, so a page can show progress)."""
+        step = await self._past_pruned(step)
         checked, prev_hash, after, sealed = (
             step.checked,
             step.prev_hash,
@@ -235,6 +236,14 @@ class AuditService:
             sealed=sealed,
             done=len(rows) < limit,
         )
+
+    async def _past_pruned(self, step: VerifyStep) -> VerifyStep:
+        """If retention removed events beyond ``step`` since verification began, go on
+        from its newer (signed) anchor rather than report the removed prefix as a gap."""
+        anchor = await latest_anchor(self._session, self._tenant_id)
+        if anchor is None or anchor.seq <= step.after_seq or not anchor_signed(anchor):
+            return step
+        return replace(step, after_seq=anchor.seq, prev_hash=anchor.hash, anchored_at=anchor.seq)
 
     async def finish(self, step: VerifyStep) -> VerifyStep:
         """After the last step found no bad link: the tail against the head row and the

@@ -16,6 +16,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError
 
 from tenancy.audit.models import AuditEvent
+from tenancy.audit.services import AuditService
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import Settings
@@ -179,3 +180,20 @@ async def test_the_cli_verifies_a_pruned_chain(
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(done.stdout)["anchored_at_seq"] >= 1
+
+
+async def test_a_verification_under_way_goes_on_past_a_pruning(
+    client, make_tenant, resources
+) -> None:
+    tenant, kept, later = await _aged_tenant(client, make_tenant)
+    async with tenant_transaction(resources.sessions, _tid(tenant)) as session:
+        service = AuditService(session, _tid(tenant))
+        step = await service.verify_step(await service.start(), 2)
+    assert (step.after_seq, step.bad_id) == (2, None)
+    await _sweep(resources, tenant, later)  # removes past where the verification stands
+    async with tenant_transaction(resources.sessions, _tid(tenant)) as session:
+        service = AuditService(session, _tid(tenant))
+        while not step.done:
+            step = await service.verify_step(step, 2)
+        step = await service.finish(step)
+    assert (step.bad_id, step.reason, step.anchored_at) == (None, None, kept["seq"])
