@@ -243,8 +243,16 @@ def _cmd_audit_verify(settings: Settings, args: argparse.Namespace) -> int:
     return 0 if report["ok"] else 1
 
 
+def _cmd_audit_verify_export(_: Settings, args: argparse.Namespace) -> int:
+    from tether.runtime.audit import verify_export_file
+
+    report = verify_export_file(args.file)
+    print(json.dumps(report, indent=2, ensure_ascii=False))  # noqa: T201
+    return 0 if report["ok"] else 1
+
+
 def _audit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    audit = sub.add_parser("audit", help="verify a tenant's audit chain")
+    audit = sub.add_parser("audit", help="verify a tenant's audit chain or an export")
     audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="ACTION")
     verify = audit_sub.add_parser(
         "verify",
@@ -262,6 +270,14 @@ def _audit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="after a good verification, sign the head and write the checkpoint to FILE",
     )
     verify.set_defaults(handler=_cmd_audit_verify)
+    verify_export = audit_sub.add_parser(
+        "verify-export",
+        help="check a signed export file (GET /v1/audit/export) without the database: the "
+        "trailer's signature, every line's MAC, the count and the digest; names the first "
+        "bad line, exits 1 (needs the server's audit secret)",
+    )
+    verify_export.add_argument("file", help="the exported .jsonl file")
+    verify_export.set_defaults(handler=_cmd_audit_verify_export)
 
 
 def build_parser() -> argparse.ArgumentParser:

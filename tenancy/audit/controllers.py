@@ -1,4 +1,4 @@
-"""GET /v1/audit, /v1/audit/export (JSON lines, streamed), /v1/audit/verify (and POST,
+"""GET /v1/audit, /v1/audit/export (signed JSON lines, streamed), /v1/audit/verify (and POST,
 against a kept checkpoint), /v1/audit/access (the access log), /v1/audit/checkpoints."""
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenancy.audit.access import AccessLog
 from tenancy.audit.access_query import AccessFilter, access_page
 from tenancy.audit.checkpoints import latest_checkpoint, write_checkpoint
+from tenancy.audit.exports import ExportKind, export_stream, plan_export
+from tenancy.audit.log import Actor
 from tenancy.audit.schemas import AccessPage, AuditPage, AuditVerification, CheckpointRead
 from tenancy.audit.sealing import seal_all
-from tenancy.audit.services import AuditFilter, AuditService, export_lines
+from tenancy.audit.services import AuditFilter, AuditFilterInvalid, AuditService
 from tenancy.principal import Principal
 from tenancy.route_policy import policy
 from tether.core.errors import NotFound
@@ -93,15 +95,56 @@ class AuditController(Controller):
         self,
         principal: NamedDependency[Principal],
         resources: NamedDependency[Resources],
+        access_log: Access,
+        kind: FromQuery[ExportKind] = "audit",
         action: FromQuery[IdentifierInQuery] = None,
+        object: FromQuery[IdentifierInQuery] = None,  # noqa: A002 - the API's field name
+        decision: FromQuery[IdentifierInQuery] = None,
+        relationship_id: FromQuery[uuid.UUID | None] = None,
+        global_user_id: FromQuery[uuid.UUID | None] = None,
         since: FromQuery[datetime | None] = None,
         until: FromQuery[datetime | None] = None,
+        actor_key_id: FromQuery[uuid.UUID | None] = None,
+        actor_role: FromQuery[IdentifierInQuery] = None,
+        purpose: FromQuery[IdentifierInQuery] = None,
+        memory_id: FromQuery[uuid.UUID | None] = None,
     ) -> Stream:
-        """Every matching event as JSON lines (hashes included, so an auditor can verify
-        the chain offline)."""
-        where = AuditFilter(action=action, since=since, until=until)
-        lines = export_lines(resources.sessions, principal.tenant_id, where)
-        return Stream(lines, media_type="application/x-ndjson")
+        """A signed export of the matching range as JSON lines: one audit event (or,
+        with ``kind=access``, one access event) per line with its ``line_mac``, then a
+        trailer that signs the filters, the count, a digest over the lines and the chain
+        head the range is anchored to. Recorded as ``audit.export``. Check it offline
+        with ``tether audit verify-export FILE``."""
+        if kind == "audit":
+            if purpose is not None or memory_id is not None:
+                raise AuditFilterInvalid("purpose and memory_id filter kind=access only")
+            where: AuditFilter | AccessFilter = AuditFilter(
+                action,
+                object,
+                decision,
+                relationship_id,
+                global_user_id,
+                since,
+                until,
+                actor_key_id,
+                actor_role,
+            )
+        else:
+            if any(v is not None for v in (action, object, decision, actor_role)):
+                raise AuditFilterInvalid(
+                    "action, object, decision and actor_role filter kind=audit only"
+                )
+            await seal_now(access_log, resources, principal)  # recent reads are covered
+            where = AccessFilter(
+                global_user_id, relationship_id, actor_key_id, purpose, memory_id, since, until
+            )
+        plan = await plan_export(
+            resources.sessions, principal.tenant_id, Actor.of(principal), where
+        )
+        return Stream(
+            export_stream(resources.sessions, plan),
+            media_type="application/x-ndjson",
+            headers={"Content-Disposition": f'attachment; filename="{plan.filename}"'},
+        )
 
     @get("/verify", operation_id="VerifyAuditChain", opt=policy("audit", "read"))
     async def verify(

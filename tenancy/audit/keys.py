@@ -67,3 +67,14 @@ def chain_key(tenant_id: uuid.UUID) -> bytes:
 def checkpoint_key(tenant_id: uuid.UUID) -> bytes:
     """The key that signs the tenant's head checkpoints."""
     return _derive("checkpoint", tenant_id)
+
+
+def export_key(tenant_id: uuid.UUID) -> bytes:
+    """The key of the tenant's signed exports (line MACs and the trailer's signature):
+    the same server secret as the checkpoints', another purpose (decision 0071)."""
+    return _derive("export", tenant_id)
+
+
+def anchor_key(tenant_id: uuid.UUID) -> bytes:
+    """The key that signs the tenant's retention anchors (decision 0072)."""
+    return _derive("anchor", tenant_id)

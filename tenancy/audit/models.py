@@ -121,3 +121,26 @@ class AuditCheckpoint(Base):
     hash: Mapped[str] = mapped_column(String(64))
     keyed_from: Mapped[int] = mapped_column(BigInteger)
     signature: Mapped[str] = mapped_column(String(64))
+
+
+class AuditAnchor(Base):
+    """Where a tenant's chain starts after audit retention removed its oldest events:
+    the sequence number and hash of the last removed link, signed (decision 0072).
+    Append-only; a trigger lets an audit event (or a sealed access event) be deleted only
+    at or below an anchor's ``seq``, and verification starts from the latest anchor."""
+
+    __tablename__ = "audit_anchors"
+    __table_args__ = (Index("ix_audit_anchors_tenant_seq", "tenant_id", "seq"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="RESTRICT")
+    )
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    seq: Mapped[int] = mapped_column(BigInteger)
+    hash: Mapped[str] = mapped_column(String(64))
+    keyed_from: Mapped[int] = mapped_column(BigInteger)
+    # The retention run that removed up to here: its kind and its cutoff.
+    run: Mapped[str] = mapped_column(String(96))
+    cutoff: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    signature: Mapped[str] = mapped_column(String(64))

@@ -44,6 +44,9 @@ class AuditVerification(msgspec.Struct, omit_defaults=True):
     access_events_unsealed: int = 0
     # The checkpoints compared with the chain (the latest stored, and the one given).
     checkpoints_checked: int = 0
+    # Retention removed the events up to this seq; verification started from its
+    # signed anchor (decision 0072). 0: from the first event.
+    anchored_at_seq: int = 0
 
 
 # Bounds of a checkpoint handed back to ``POST /v1/audit/verify`` (it is input then).

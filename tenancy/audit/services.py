@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import hmac
 import uuid
-from collections.abc import AsyncIterator
 from datetime import datetime
 
 import msgspec
 from msgspec.structs import replace
 from sqlalchemy import ColumnElement, func, select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenancy.audit.anchors import anchor_signed, latest_anchor
 from tenancy.audit.chain import GENESIS, HASHED_FIELDS, event_hash
 from tenancy.audit.checkpoints import latest_checkpoint, signed
 from tenancy.audit.keys import chain_key
@@ -24,9 +24,9 @@ from tenancy.audit.schemas import (
     CheckpointRead,
 )
 from tenancy.audit.sealing import SEAL_ACTION, batch_root
+from tether.core.errors import BadRequest
 from tether.core.ids import TenantId
 from tether.core.pagination import decode_cursor, next_cursor
-from tether.core.tenant_sessions import tenant_session
 
 VERIFY_BATCH = 1000
 _EQUAL = (
@@ -38,7 +38,6 @@ _EQUAL = (
     "actor_key_id",
     "actor_role",
 )
-_encoder = msgspec.json.Encoder()
 
 
 def read(e: AuditEvent) -> AuditEventRead:
@@ -62,6 +61,13 @@ def read(e: AuditEvent) -> AuditEventRead:
     )
 
 
+class AuditFilterInvalid(BadRequest):
+    code = "audit_filter_invalid"
+
+
+DECISIONS = ("allow", "deny")
+
+
 class AuditFilter(msgspec.Struct):
     action: str | None = None
     object: str | None = None
@@ -72,6 +78,19 @@ class AuditFilter(msgspec.Struct):
     until: datetime | None = None
     actor_key_id: uuid.UUID | None = None
     actor_role: str | None = None
+
+    def checked(self) -> AuditFilter:
+        """Itself, or a 400 naming what is wrong (a time without zone, an empty range,
+        a decision that is neither ``allow`` nor ``deny``)."""
+        for name in ("since", "until"):
+            value: datetime | None = getattr(self, name)
+            if value is not None and value.tzinfo is None:
+                raise AuditFilterInvalid(f"{name} needs a time zone (e.g. 2026-12-07T18:00:00Z)")
+        if self.since and self.until and self.since >= self.until:
+            raise AuditFilterInvalid("since must be before until")
+        if self.decision is not None and self.decision not in DECISIONS:
+            raise AuditFilterInvalid("decision must be allow or deny")
+        return self
 
     def criteria(self) -> list[ColumnElement[bool]]:
         found: list[ColumnElement[bool]] = []
@@ -119,6 +138,9 @@ class AuditService:
         following = await self._row(AuditEvent.seq == row.seq + 1)
         fields = {name: getattr(row, name) for name in HASHED_FIELDS}
         expected_prev = GENESIS if row.seq == 1 else (previous.hash if previous else None)
+        anchor = await latest_anchor(self._session, self._tenant_id)
+        if previous is None and anchor is not None and anchor.seq == row.seq - 1:
+            expected_prev = anchor.hash  # the previous event was removed by retention
         key = chain_key(row.tenant_id) if row.seq >= await self._keyed_from() else None
         return AuditLink(
             read(row),
@@ -141,10 +163,10 @@ class AuditService:
         """Recompute the chain from the first event: every hash or MAC, every link, no
         gaps, every sealed batch of access events; then the tail against the head row,
         the latest stored checkpoint and ``checkpoint`` (one kept outside Tether)."""
-        step = VerifyStep()
+        step = await self.start()
         while not step.done:
             step = await self.verify_step(step, VERIFY_BATCH)
-        if step.bad_id is None:
+        if step.bad_id is None and step.reason is None:
             step = await self._anchors(step, checkpoint)
         return AuditVerification(
             step.bad_id is None and step.reason is None,
@@ -155,11 +177,29 @@ class AuditService:
             step.sealed,
             await self._unsealed(),
             step.checkpoints,
+            step.anchored_at,
         )
+
+    async def start(self) -> VerifyStep:
+        """Where verification begins: the genesis hash, or the latest retention anchor
+        (decision 0072) when the oldest events were removed; an anchor whose signature
+        is not the server's stops verification there."""
+        anchor = await latest_anchor(self._session, self._tenant_id)
+        if anchor is None:
+            return VerifyStep()
+        if anchor.tenant_id != self._tenant_id or not anchor_signed(anchor):
+            return VerifyStep(
+                done=True,
+                bad_seq=anchor.seq + 1,
+                reason=f"the retention anchor at seq {anchor.seq} is not signed by this "
+                "server for this tenant (it was forged or changed)",
+            )
+        return VerifyStep(after_seq=anchor.seq, prev_hash=anchor.hash, anchored_at=anchor.seq)
 
     async def verify_step(self, step: VerifyStep, limit: int) -> VerifyStep:
         """Check the next ``limit`` events after ``step`` (a long chain is verified in
         steps, so a page can show progress)."""
+        step = await self._past_pruned(step)
         checked, prev_hash, after, sealed = (
             step.checked,
             step.prev_hash,
@@ -203,10 +243,20 @@ class AuditService:
             done=len(rows) < limit,
         )
 
+    async def _past_pruned(self, step: VerifyStep) -> VerifyStep:
+        """If retention removed events beyond ``step`` since verification began, go on
+        from its newer (signed) anchor rather than report the removed prefix as a gap."""
+        anchor = await latest_anchor(self._session, self._tenant_id)
+        if anchor is None or anchor.seq <= step.after_seq or not anchor_signed(anchor):
+            return step
+        return replace(step, after_seq=anchor.seq, prev_hash=anchor.hash, anchored_at=anchor.seq)
+
     async def finish(self, step: VerifyStep) -> VerifyStep:
         """After the last step found no bad link: the tail against the head row and the
         latest signed checkpoint (what ``verify`` checks last)."""
-        return step if step.bad_id is not None else await self._anchors(step, None)
+        if step.bad_id is not None or step.reason is not None:
+            return step
+        return await self._anchors(step, None)
 
     async def _keyed_from(self) -> int:
         statement = select(AuditChainHead.keyed_from).where(
@@ -277,6 +327,13 @@ class AuditService:
             )
         if checkpoint.seq == 0:
             return None
+        anchor = await latest_anchor(self._session, self._tenant_id)
+        if anchor is not None and checkpoint.seq <= anchor.seq:
+            # Retention removed that event; its signature still says the chain was
+            # that long then, and only the anchored link can still be compared.
+            if checkpoint.seq == anchor.seq and checkpoint.hash != anchor.hash:
+                return f"the retention anchor at seq {anchor.seq} disagrees with a checkpoint"
+            return None
         row = await self._row(AuditEvent.seq == checkpoint.seq)
         if row is None or row.hash != checkpoint.hash:
             return (
@@ -342,6 +399,8 @@ class VerifyStep(msgspec.Struct, frozen=True):
     bad_seq: int | None = None
     sealed: int = 0
     checkpoints: int = 0
+    # The retention anchor verification started from (0: the genesis hash).
+    anchored_at: int = 0
 
 
 def _problem(row: AuditEvent, prev_hash: str, expected_seq: int, keyed_from: int) -> str | None:
@@ -354,27 +413,3 @@ def _problem(row: AuditEvent, prev_hash: str, expected_seq: int, keyed_from: int
     if not hmac.compare_digest(event_hash(prev_hash, fields, key), row.hash):
         return "the event's content does not match its hash (it was changed)"
     return None
-
-
-async def export_lines(
-    sessions: async_sessionmaker[AsyncSession], tenant_id: TenantId, where: AuditFilter
-) -> AsyncIterator[bytes]:
-    """The matching events as JSON lines, read in batches in their own session so a long
-    export neither holds the request's transaction nor the whole log in memory."""
-    after: uuid.UUID | None = None
-    while True:
-        async with tenant_session(sessions, tenant_id) as session:
-            statement = (
-                select(AuditEvent)
-                .where(AuditEvent.tenant_id == tenant_id, *where.criteria())
-                .order_by(AuditEvent.id)
-                .limit(VERIFY_BATCH)
-            )
-            if after is not None:
-                statement = statement.where(AuditEvent.id > after)
-            rows = list((await session.execute(statement)).scalars())
-        if not rows:
-            return
-        for row in rows:
-            yield _encoder.encode(read(row)) + b"\n"
-        after = rows[-1].id

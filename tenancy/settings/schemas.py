@@ -56,7 +56,8 @@ class RetentionSettings(msgspec.Struct, forbid_unknown_fields=True, omit_default
     # Memories of these types expire (stop being recalled) this many days after they
     # were stored.
     memory_type_days: MemoryTypeDays = msgspec.field(default_factory=MemoryTypeDays)
-    # How long audit events must be kept (decision 0046: recorded, not yet pruned).
+    # How long audit events are kept: older ones are removed behind a signed anchor
+    # by the retention sweep (decision 0072).
     audit_years: Annotated[int, msgspec.Meta(ge=1, le=100)] | None = None
 
 

@@ -8,6 +8,7 @@ admin pages are in test_console_admin_browser."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from playwright.async_api import Browser, BrowserContext, Page
 from sqlalchemy import text
 
+from tenancy.audit.export_format import verify_stream
 from tests.console.support import token_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.worker]
@@ -274,6 +276,26 @@ async def test_compliance_verifies_the_chain_then_sees_the_tampered_row(
         f"{server}/console/audit/access-report?global_user_id={world.luna['global_user_id']}"
     )
     await _shot(page, shots, "audit-access-report")
+    assert not page.problems  # type: ignore[attr-defined]
+    await context.close()
+
+
+async def test_the_explorer_downloads_a_signed_export_of_its_filters(
+    server, chromium, world
+) -> None:
+    context, page = await _page(chromium)
+    await _sign_in(page, server, token_of(world.keys["compliance"]))
+    await page.goto(server + "/console/audit?action=key.issue")
+    assert await page.inner_text("#audit-export") == "Export (signed)"
+    async with page.expect_download() as info:
+        await page.click("#audit-export")
+    download = await info.value
+    saved = await asyncio.to_thread(Path(await download.path()).read_bytes)
+    check = verify_stream(io.BytesIO(saved))
+    assert check.ok is True, check.reason
+    assert check.trailer is not None
+    assert check.trailer["filters"] == {"action": "key.issue"}
+    assert check.lines >= 1
     assert not page.problems  # type: ignore[attr-defined]
     await context.close()
 

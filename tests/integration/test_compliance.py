@@ -53,8 +53,9 @@ async def test_audited_actions_and_denials_form_a_verifiable_chain(client, make_
     compliance = await tenant.key("compliance")
     assert (await client.get("/v1/audit/verify", headers=compliance)).status_code == 200
     export = await client.get("/v1/audit/export", headers=compliance)
-    lines = [json.loads(line) for line in export.text.splitlines()]
+    *lines, trailer = [json.loads(line) for line in export.text.splitlines()]
     assert [line["id"] for line in lines] == [e["id"] for e in await _audit(client, tenant)]
+    assert trailer["trailer"]["count"] == len(lines)  # signed (test_audit_export.py)
 
 
 async def test_tampering_with_the_audit_log_is_detected(client, make_tenant, superuser) -> None:

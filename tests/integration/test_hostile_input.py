@@ -229,6 +229,8 @@ async def test_nul_and_control_characters_in_parameters_are_422(
         ("/v1/audit?action=%00", admin, "action"),
         ("/v1/audit?object=a%00b", admin, "object"),
         ("/v1/audit?decision=" + "x" * 200, admin, "decision"),
+        ("/v1/audit/export?action=%00", admin, "action"),
+        ("/v1/audit/export?kind=access&purpose=a%0Ab", admin, "purpose"),
     ]
     for url, headers, field in cases:
         assert_problem(await client.get(url, headers=headers), 422, field)

@@ -30,9 +30,12 @@ class VerifyJob(msgspec.Struct):
 class VerifyJobs:
     redis: Redis
 
-    async def start(self, tenant_id: str, key_id: str, total: int) -> tuple[str, VerifyJob]:
+    async def start(
+        self, tenant_id: str, key_id: str, total: int, first: VerifyStep
+    ) -> tuple[str, VerifyJob]:
+        """A new job at ``first`` (the genesis, or the chain's retention anchor)."""
         job_id = secrets.token_urlsafe(16)
-        job = VerifyJob(tenant_id, key_id, total, VerifyStep())
+        job = VerifyJob(tenant_id, key_id, total, first)
         await self.save(job_id, job)
         return job_id, job
 

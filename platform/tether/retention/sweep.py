@@ -1,9 +1,11 @@
 """The retention sweep (decision 0046). For each tenant, with its settings read fresh:
 raw turns older than ``retention.raw_turns_days`` are deleted (memories stay), and
 memories of each type in ``retention.memory_type_days`` older than that expire (become
-inactive, with a version saying why, as the expiry sweep does). In batches, each batch
-and the run's progress in one transaction; a finished run is recorded in the audit log
-with what it removed (counts, never content)."""
+inactive, with a version saying why, as the expiry sweep does), and audit events older
+than ``retention.audit_years`` are removed behind a signed anchor, with the access
+events their seals cover (decision 0072). In batches, each batch and the run's progress
+in one transaction; a finished run is recorded in the audit log with what it removed
+(counts, never content)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import delete, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from tenancy.audit.anchors import prune_batch
 from tenancy.audit.log import SYSTEM, AuditLog
 from tenancy.ids import RelationshipId, RelationshipScope
 from tenancy.settings.schemas import RetentionSettings
@@ -29,6 +32,7 @@ from tether.turns.models import Turn
 log = logging.getLogger(__name__)
 BATCH = 1000
 RAW_TURNS = "raw_turns"
+AUDIT = "audit"
 # One batch of a kind: remove up to ``limit`` rows older than the cutoff; how many.
 Step = Callable[[AsyncSession, TenantId, datetime, int], Awaitable[int]]
 
@@ -51,6 +55,22 @@ async def purge_turns(
     )
     await session.execute(statement.execution_options(synchronize_session=False))
     return len(rows)
+
+
+async def prune_audit(
+    session: AsyncSession, tenant_id: TenantId, cutoff: datetime, limit: int
+) -> int:
+    """Remove up to ``limit`` of the oldest audit events from before ``cutoff``, after a
+    signed anchor that verification starts from (the run is named by its cutoff)."""
+    return await prune_batch(session, tenant_id, cutoff, limit, f"retention:{AUDIT}@{cutoff}")
+
+
+def years_before(moment: datetime, years: int) -> datetime:
+    """The same calendar day ``years`` earlier (29 February becomes the 28th)."""
+    try:
+        return moment.replace(year=moment.year - years)
+    except ValueError:
+        return moment.replace(year=moment.year - years, day=28)
 
 
 def expire_memories(memory_type: str, invalidate: Invalidate) -> Step:
@@ -126,7 +146,7 @@ async def run_kind(
                     tenant_id,
                     SYSTEM,
                     "retention.sweep",
-                    "relationship_memory",
+                    "audit" if kind == AUDIT else "relationship_memory",
                     detail={
                         "kind": kind,
                         "cutoff": cutoff.isoformat(),
@@ -146,6 +166,8 @@ def _plan(
     for memory_type, days in retention.memory_type_days.items():
         step = expire_memories(memory_type, invalidate)
         plan.append((f"memories:{memory_type}", now - timedelta(days=days), step))
+    if retention.audit_years is not None:
+        plan.append((AUDIT, years_before(now, retention.audit_years), prune_audit))
     return plan
 
 

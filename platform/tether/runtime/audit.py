@@ -1,5 +1,6 @@
 """``tether audit verify TENANT``: the operator's (or an auditor's) check of a tenant's
-chain, run against the database directly, with the server's audit secret."""
+chain, run against the database directly, with the server's audit secret; and
+``tether audit verify-export FILE``, which needs the secret but no database."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import msgspec
 
 from tenancy.access.repositories import TenantRepository
 from tenancy.audit.checkpoints import write_checkpoint
+from tenancy.audit.export_format import verify_stream
 from tenancy.audit.schemas import CheckpointRead
 from tenancy.audit.sealing import seal_all
 from tenancy.audit.services import AuditService
@@ -71,3 +73,22 @@ def verify_tenant(
             await engine.dispose()
 
     return asyncio.run(run())
+
+
+def verify_export_file(path: str) -> dict[str, Any]:
+    """Check one signed export file; what was checked and the first bad line."""
+    try:
+        with Path(path).open("rb") as stream:
+            check = verify_stream(stream)
+    except OSError as exc:
+        raise StartupError(
+            f"cannot read {path}: {exc}", "pass a file from /v1/audit/export"
+        ) from exc
+    report: dict[str, Any] = {"file": path, "ok": check.ok, "lines": check.lines}
+    if check.first_bad_line is not None:
+        report["first_bad_line"] = check.first_bad_line
+    if check.reason is not None:
+        report["reason"] = check.reason
+    if check.trailer is not None:
+        report["trailer"] = check.trailer
+    return report

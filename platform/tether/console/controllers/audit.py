@@ -1,5 +1,5 @@
 """Compliance pages: the audit explorer (filters, paging newest first), an entry with
-its chain link, verifying the chain step by step, export of a filtered range, and the
+its chain link, verifying the chain step by step, signed export of a filtered range, and the
 cross-relationship access report of one global user."""
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from tenancy.access.principal import Principal
 from tenancy.audit.access import PURPOSES, AccessLog
 from tenancy.audit.access_query import AccessFilter, access_page
 from tenancy.audit.controllers import provide_access_log, provide_audit_service, seal_now
-from tenancy.audit.services import AuditFilter, AuditService, export_lines
+from tenancy.audit.exports import export_stream, plan_export
+from tenancy.audit.log import Actor
+from tenancy.audit.services import AuditFilter, AuditService
 from tether.console import forms
 from tether.console.pages import may, render
 from tether.console.verify_jobs import VerifyJobs
@@ -124,7 +126,10 @@ class AuditPages(Controller):
         latest signed checkpoint last."""
         await seal_now(access_log, resources, principal)
         job_id, job = await VerifyJobs(redis).start(
-            str(principal.tenant_id), str(principal.key_id), await audit_service.length()
+            str(principal.tenant_id),
+            str(principal.key_id),
+            await audit_service.length(),
+            await audit_service.start(),
         )
         return render(request, "audit/_verify.html", job_id=job_id, job=job)
 
@@ -156,13 +161,16 @@ class AuditPages(Controller):
         principal: NamedDependency[Principal],
         resources: NamedDependency[Resources],
     ) -> Stream:
-        """The filtered range as JSON lines, hashes included (verifiable offline)."""
+        """The filtered range as a signed export, the same one ``/v1/audit/export``
+        streams (recorded as ``audit.export``; ``tether audit verify-export`` checks it)."""
         where = _filter(_query(request))
-        lines = export_lines(resources.sessions, principal.tenant_id, where)
+        plan = await plan_export(
+            resources.sessions, principal.tenant_id, Actor.of(principal), where
+        )
         return Stream(
-            lines,
+            export_stream(resources.sessions, plan),
             media_type="application/x-ndjson",
-            headers={"Content-Disposition": 'attachment; filename="audit.jsonl"'},
+            headers={"Content-Disposition": f'attachment; filename="{plan.filename}"'},
         )
 
     @get("/access-report", opt=READ)
