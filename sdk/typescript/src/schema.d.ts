@@ -202,8 +202,11 @@ export interface paths {
         };
         /**
          * Export audit events
-         * @description Every matching event as JSON lines (hashes included, so an auditor can verify
-         *     the chain offline).
+         * @description A signed export of the matching range as JSON lines: one audit event (or,
+         *     with ``kind=access``, one access event) per line with its ``line_mac``, then a
+         *     trailer that signs the filters, the count, a digest over the lines and the chain
+         *     head the range is anchored to. Recorded as ``audit.export``. Check it offline
+         *     with ``tether audit verify-export FILE``.
          */
         get: operations["ExportAuditEvents"];
         put?: never;
@@ -1261,8 +1264,9 @@ export interface paths {
         };
         /**
          * Get tenant settings
-         * @description The settings in force (retention, ownership, context, knowledge, extraction);
-         *     the ETag is what a PUT sends.
+         * @description The settings in force (retention, ownership, context, knowledge, extraction,
+         *     privacy; and the limits of /v1/tenant/limits, read only); the ETag is what a
+         *     PUT sends.
          */
         get: operations["GetTenantSettings"];
         /**
@@ -1618,6 +1622,8 @@ export interface components {
             access_events_sealed?: number;
             /** @default 0 */
             access_events_unsealed?: number;
+            /** @default 0 */
+            anchored_at_seq?: number;
             checked: number;
             /** @default 0 */
             checkpoints_checked?: number;
@@ -1909,9 +1915,12 @@ export interface components {
         };
         /** ExtractionTenantSettings */
         ExtractionTenantSettings: {
+            llm_base_url?: string | null;
             llm_daily_calls?: number | null;
             /** @default true */
             llm_enabled?: boolean;
+            llm_model?: string | null;
+            llm_provider?: string | null;
         };
         /** FacetCreate */
         FacetCreate: {
@@ -2389,6 +2398,14 @@ export interface components {
             filter_documents?: boolean;
             patterns: components["schemas"]["PrivacyPattern"][];
         };
+        /** PrivacyTenantSettings */
+        PrivacyTenantSettings: {
+            /**
+             * @default normal
+             * @enum {string}
+             */
+            default_mode?: "normal" | "raw_only" | "off";
+        };
         /**
          * Problem
          * @description An RFC 9457 problem: every error this API answers has this shape. `code` is the stable, machine-readable part.
@@ -2725,7 +2742,9 @@ export interface components {
             context: components["schemas"]["ContextTenantSettings"];
             extraction: components["schemas"]["ExtractionTenantSettings"];
             knowledge: components["schemas"]["KnowledgeTenantSettings"];
+            limits: components["schemas"]["TenantLimitsRead"];
             ownership: components["schemas"]["OwnershipSettings"];
+            privacy: components["schemas"]["PrivacyTenantSettings"];
             retention: components["schemas"]["RetentionSettings"];
             updated_at: string | null;
             updated_by_key_id: string | null;
@@ -2737,6 +2756,7 @@ export interface components {
             extraction?: components["schemas"]["ExtractionTenantSettings"];
             knowledge?: components["schemas"]["KnowledgeTenantSettings"];
             ownership?: components["schemas"]["OwnershipSettings"];
+            privacy?: components["schemas"]["PrivacyTenantSettings"];
             /** @default  */
             reason?: string;
             retention?: components["schemas"]["RetentionSettings"];
@@ -3509,9 +3529,18 @@ export interface operations {
     ExportAuditEvents: {
         parameters: {
             query?: {
+                kind?: "audit" | "access";
                 action?: string | null;
+                object?: string | null;
+                decision?: string | null;
+                relationship_id?: string | null;
+                global_user_id?: string | null;
                 since?: string | null;
                 until?: string | null;
+                actor_key_id?: string | null;
+                actor_role?: string | null;
+                purpose?: string | null;
+                memory_id?: string | null;
             };
             header?: never;
             path?: never;

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -109,14 +109,75 @@ CreateAuditCheckpoint: Operation[m.CheckpointRead] = Operation(
 
 
 class ExportAuditEventsParams(msgspec.Struct, kw_only=True):
+    kind: Literal["audit", "access"] | None = msgspec.field(default=None)
     action: (
         Annotated[
             str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
         ]
         | None
     ) = msgspec.field(default=None)
+    object: (
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    decision: (
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    relationship_id: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+            ),
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    global_user_id: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+            ),
+        ]
+        | None
+    ) = msgspec.field(default=None)
     since: datetime | None = msgspec.field(default=None)
     until: datetime | None = msgspec.field(default=None)
+    actor_key_id: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+            ),
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    actor_role: (
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    purpose: (
+        Annotated[
+            str, msgspec.Meta(max_length=128, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)")
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    memory_id: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+            ),
+        ]
+        | None
+    ) = msgspec.field(default=None)
 
 
 ExportAuditEvents: Operation[int] = Operation(
@@ -124,7 +185,20 @@ ExportAuditEvents: Operation[int] = Operation(
     method="GET",
     path="/v1/audit/export",
     params=ExportAuditEventsParams,
-    where={"action": "query", "since": "query", "until": "query"},
+    where={
+        "kind": "query",
+        "action": "query",
+        "object": "query",
+        "decision": "query",
+        "relationship_id": "query",
+        "global_user_id": "query",
+        "since": "query",
+        "until": "query",
+        "actor_key_id": "query",
+        "actor_role": "query",
+        "purpose": "query",
+        "memory_id": "query",
+    },
     wire_names={},
     body=None,
     body_kind="none",

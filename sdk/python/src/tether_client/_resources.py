@@ -78,18 +78,46 @@ class AuditResource(SyncResource):
         self,
         to: str | Any | IO[bytes],
         *,
+        kind: Literal["audit", "access"] | None = None,
         action: str | None = None,
+        object: str | None = None,
+        decision: str | None = None,
+        relationship_id: str | None = None,
+        global_user_id: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        actor_key_id: str | None = None,
+        actor_role: str | None = None,
+        purpose: str | None = None,
+        memory_id: str | None = None,
         timeout: float | None | NotGiven = NOT_GIVEN,
     ) -> int:
         """Export audit events.
 
-        Every matching event as JSON lines (hashes included, so an auditor can verify the
-        chain offline).
+        A signed export of the matching range as JSON lines: one audit event (or, with
+        ``kind=access``, one access event) per line with its ``line_mac``, then a
+        trailer that signs the filters, the count, a digest over the lines and the
+        chain head the range is anchored to. Recorded as ``audit.export``. Check it
+        offline with ``tether audit verify-export FILE``.
         """
         return self._core.stream_to(
-            ops.ExportAuditEvents, {"action": action, "since": since, "until": until}, to, timeout
+            ops.ExportAuditEvents,
+            {
+                "kind": kind,
+                "action": action,
+                "object": object,
+                "decision": decision,
+                "relationship_id": relationship_id,
+                "global_user_id": global_user_id,
+                "since": since,
+                "until": until,
+                "actor_key_id": actor_key_id,
+                "actor_role": actor_role,
+                "purpose": purpose,
+                "memory_id": memory_id,
+            },
+            to,
+            timeout,
         )
 
     def latest_checkpoint(
@@ -1522,8 +1550,9 @@ class TenantSettingsResource(SyncResource):
     def get(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.TenantSettingsRead:
         """Get tenant settings.
 
-        The settings in force (retention, ownership, context, knowledge, extraction); the
-        ETag is what a PUT sends.
+        The settings in force (retention, ownership, context, knowledge, extraction,
+        privacy; and the limits of /v1/tenant/limits, read only); the ETag is what a
+        PUT sends.
         """
         return self._core.call(ops.GetTenantSettings, {}, None, timeout)
 
@@ -1534,6 +1563,7 @@ class TenantSettingsResource(SyncResource):
         extraction: m.ExtractionTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         knowledge: m.KnowledgeTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         ownership: m.OwnershipSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
+        privacy: m.PrivacyTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         reason: str | NotGiven = NOT_GIVEN,
         retention: m.RetentionSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         if_match: str | None = None,
@@ -1553,6 +1583,7 @@ class TenantSettingsResource(SyncResource):
                 "extraction": extraction,
                 "knowledge": knowledge,
                 "ownership": ownership,
+                "privacy": privacy,
                 "reason": reason,
                 "retention": retention,
             },
@@ -1825,18 +1856,46 @@ class AsyncAuditResource(AsyncResource):
         self,
         to: str | Any | IO[bytes],
         *,
+        kind: Literal["audit", "access"] | None = None,
         action: str | None = None,
+        object: str | None = None,
+        decision: str | None = None,
+        relationship_id: str | None = None,
+        global_user_id: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        actor_key_id: str | None = None,
+        actor_role: str | None = None,
+        purpose: str | None = None,
+        memory_id: str | None = None,
         timeout: float | None | NotGiven = NOT_GIVEN,
     ) -> int:
         """Export audit events.
 
-        Every matching event as JSON lines (hashes included, so an auditor can verify the
-        chain offline).
+        A signed export of the matching range as JSON lines: one audit event (or, with
+        ``kind=access``, one access event) per line with its ``line_mac``, then a
+        trailer that signs the filters, the count, a digest over the lines and the
+        chain head the range is anchored to. Recorded as ``audit.export``. Check it
+        offline with ``tether audit verify-export FILE``.
         """
         return await self._core.stream_to(
-            ops.ExportAuditEvents, {"action": action, "since": since, "until": until}, to, timeout
+            ops.ExportAuditEvents,
+            {
+                "kind": kind,
+                "action": action,
+                "object": object,
+                "decision": decision,
+                "relationship_id": relationship_id,
+                "global_user_id": global_user_id,
+                "since": since,
+                "until": until,
+                "actor_key_id": actor_key_id,
+                "actor_role": actor_role,
+                "purpose": purpose,
+                "memory_id": memory_id,
+            },
+            to,
+            timeout,
         )
 
     async def latest_checkpoint(
@@ -3277,8 +3336,9 @@ class AsyncTenantSettingsResource(AsyncResource):
     async def get(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.TenantSettingsRead:
         """Get tenant settings.
 
-        The settings in force (retention, ownership, context, knowledge, extraction); the
-        ETag is what a PUT sends.
+        The settings in force (retention, ownership, context, knowledge, extraction,
+        privacy; and the limits of /v1/tenant/limits, read only); the ETag is what a
+        PUT sends.
         """
         return await self._core.call(ops.GetTenantSettings, {}, None, timeout)
 
@@ -3289,6 +3349,7 @@ class AsyncTenantSettingsResource(AsyncResource):
         extraction: m.ExtractionTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         knowledge: m.KnowledgeTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         ownership: m.OwnershipSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
+        privacy: m.PrivacyTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         reason: str | NotGiven = NOT_GIVEN,
         retention: m.RetentionSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         if_match: str | None = None,
@@ -3308,6 +3369,7 @@ class AsyncTenantSettingsResource(AsyncResource):
                 "extraction": extraction,
                 "knowledge": knowledge,
                 "ownership": ownership,
+                "privacy": privacy,
                 "reason": reason,
                 "retention": retention,
             },

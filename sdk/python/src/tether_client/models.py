@@ -111,6 +111,7 @@ __all__ = [
     "PrivacyMode",
     "PrivacyPattern",
     "PrivacyPatterns",
+    "PrivacyTenantSettings",
     "Problem",
     "ProfileFieldRead",
     "ProfileFieldWrite",
@@ -265,6 +266,7 @@ class AuditVerification(msgspec.Struct, kw_only=True, omit_defaults=True):
     ok: bool
     access_events_sealed: int = msgspec.field(default=0)
     access_events_unsealed: int = msgspec.field(default=0)
+    anchored_at_seq: int = msgspec.field(default=0)
     checkpoints_checked: int = msgspec.field(default=0)
     first_bad_id: str | None = msgspec.field(default=None)
     first_bad_seq: int | None = msgspec.field(default=None)
@@ -554,10 +556,28 @@ class ExtractPreviewRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class ExtractionTenantSettings(msgspec.Struct, kw_only=True, omit_defaults=True):
+    llm_base_url: (
+        Annotated[
+            str,
+            msgspec.Meta(max_length=2048, min_length=1, pattern="^[^\\x00-\\x1f\\x7f]*$(?!\\n)"),
+        ]
+        | None
+    ) = msgspec.field(default=None)
     llm_daily_calls: Annotated[int, msgspec.Meta(ge=0, le=10000000)] | None = msgspec.field(
         default=None
     )
     llm_enabled: bool = msgspec.field(default=True)
+    llm_model: (
+        Annotated[
+            str,
+            msgspec.Meta(max_length=128, pattern="^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$(?!\\n)"),
+        ]
+        | None
+    ) = msgspec.field(default=None)
+    llm_provider: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[a-z0-9][a-z0-9._-]{0,63}$(?!\\n)")]
+        | None
+    ) = msgspec.field(default=None)
 
 
 class FacetCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1069,6 +1089,10 @@ class PrivacyPatterns(msgspec.Struct, kw_only=True, omit_defaults=True):
     filter_documents: bool = msgspec.field(default=False)
 
 
+class PrivacyTenantSettings(msgspec.Struct, kw_only=True, omit_defaults=True):
+    default_mode: Literal["normal", "raw_only", "off"] = msgspec.field(default="normal")
+
+
 class Problem(msgspec.Struct, kw_only=True, omit_defaults=True):
     """An RFC 9457 problem: every error this API answers has this shape. `code` is the stable, machine-readable part."""
 
@@ -1370,7 +1394,9 @@ class TenantSettingsRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     context: ContextTenantSettings
     extraction: ExtractionTenantSettings
     knowledge: KnowledgeTenantSettings
+    limits: TenantLimitsRead
     ownership: OwnershipSettings
+    privacy: PrivacyTenantSettings
     retention: RetentionSettings
     updated_at: datetime | None
     updated_by_key_id: str | None
@@ -1382,6 +1408,7 @@ class TenantSettingsWrite(msgspec.Struct, kw_only=True, omit_defaults=True):
     extraction: ExtractionTenantSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
     knowledge: KnowledgeTenantSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
     ownership: OwnershipSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
+    privacy: PrivacyTenantSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
     reason: Annotated[str, msgspec.Meta(max_length=2000, pattern="^[^\\x00]*$")] = msgspec.field(
         default=""
     )
