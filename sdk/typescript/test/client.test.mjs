@@ -82,12 +82,14 @@ test("bad arguments are refused before sending", async () => {
 test("an audit export streams JSON lines; an upload is a document", async () => {
   const key = await admin.apiKeys.create({ role: "compliance", name: "auditor" });
   const auditor = new Tether({ apiKey: key.token, baseUrl: url });
-  let lines = 0;
-  for await (const event of auditor.audit.export({})) {
-    assert.ok(event.action);
-    lines += 1;
-  }
-  assert.ok(lines > 0);
+  const lines = [];
+  for await (const line of auditor.audit.export({})) lines.push(line);
+  // Entries, then the signed trailer (decision 0071).
+  const trailer = lines.pop();
+  assert.equal(trailer.algorithm, "hmac-sha256");
+  assert.equal(trailer.trailer.count, lines.length);
+  assert.ok(lines.length > 0);
+  for (const event of lines) assert.ok(event.action && event.line_mac);
   assert.equal((await auditor.audit.verify()).ok, true);
   const base = await admin.knowledge.createBase({ name: "Kettle manuals" });
   const doc = await admin.knowledge.upload({
