@@ -52,7 +52,7 @@ class RankWeights:
     bm25_b: float = 0.4
     lexical_weight: float = 1.0
     vector_weight: float = 0.5
-    neighbour_weight: float = 0.5
+    neighbour_weight: float = 0.6
     neighbour_window: int = 2
     decay_half_life_days: float = 90.0
     decay_floor: float = 0.7
