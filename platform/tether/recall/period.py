@@ -69,6 +69,14 @@ _RELATIVE = [
     ("this_year", re.compile(r"\bthis\s+year\b|今年", re.I)),
 ]
 
+# Most queries name no period: one search for anything that could start one (a year's
+# digits or a relative word) spares them the patterns (≈ 10 µs instead of ≈ 100).
+_HINT = re.compile(
+    r"(?:19|20)\d{2}|yesterday|\b(?:last|this)\s+(?:week|month|year|spring|summer|autumn|fall"
+    r"|winter)\b|昨|[上这本](?:个)?(?:周|星期|礼拜|月)|[去今]年",
+    re.I,
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Period:
@@ -88,6 +96,8 @@ class Period:
 
 def named_period(text: str, now: datetime) -> Period | None:
     """The period ``text`` names, the first found most specific first; None if none."""
+    if _HINT.search(text) is None:
+        return None
     for kind, pattern in _ABSOLUTE:
         match = pattern.search(text)
         if match is not None:
