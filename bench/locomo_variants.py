@@ -6,7 +6,8 @@ Loads the conversations as ``locomo_offline.py`` does (USE-multilingual, decay o
 then ranks every question with a copy of the ranker's signals that has a hook per idea.
 Each row prints recall@10 on conversations 1-5 ("A"), 6-10 ("B") and all, per category:
 a change worth keeping must help both halves, not only the sum. Measurement only: the
-production ranker is ``tether.recall.ranker``; the row "replica" must equal its figure.
+production ranker is ``tether.recall.ranker``; the row "replica" must equal its figure
+before decisions 0090/0091 (no period factor unless the variant sets one).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 
 import locomo_offline as lo
@@ -24,6 +26,7 @@ import numpy.typing as npt
 
 from tether.recall.fusion import fuse, neighbour_boost, scaled_lexical, scaled_similarity
 from tether.recall.index import PartitionIndex
+from tether.recall.period import named_period
 from tether.recall.text import warm_up
 from tether.recall.weights import RankWeights
 
@@ -39,6 +42,7 @@ class Variant:
     vector_feedback: float = 0.0  # Rocchio: query + f * mean of the top-5 vectors
     neighbour_sum: bool = False  # both neighbours at a distance lend, not the better one
     similarity_smoothing: float = 0.0  # cosine += s * the two adjacent turns' cosines
+    period_boost: float = 0.0  # x (1 + p) for memories of the period the question names
 
 
 def _idfs(index: PartitionIndex) -> dict[str, float]:
@@ -59,6 +63,8 @@ def prepare(variant: Variant, conversation: lo.Conversation) -> Callable[[lo.Que
     w = replace(variant.weights, decay_floor=1.0)
     index = PartitionIndex.build(conversation.docs, w)
     idfs = _idfs(index)
+    occurred = np.array([int(doc.occurred_at.timestamp() * 1_000_000) for doc in conversation.docs])
+    now = max(doc.occurred_at for doc in conversation.docs) + timedelta(days=1)
 
     def query(q: lo.Question) -> list[int]:
         assert q.vector is not None
@@ -100,6 +106,9 @@ def prepare(variant: Variant, conversation: lo.Conversation) -> Callable[[lo.Que
         else:
             boost = neighbour_boost(lending, index.neighbours, w.neighbour_weight)
         final = fused + boost
+        period = named_period(q.text, now) if variant.period_boost else None
+        if period is not None:
+            final = final * np.where(period.holds(occurred), 1.0 + variant.period_boost, 1.0)
         rows = [int(r) for r in np.argsort(-final, kind="stable") if relevant[r] or boost[r] > 0][
             :50
         ]
@@ -152,6 +161,12 @@ def main() -> None:
         "cosine smoothed over adjacent turns (0.25)": Variant(defaults, similarity_smoothing=0.25),
         "BM25 feedback (RM3-like, 1.0)": Variant(defaults, bm25_feedback=1.0),
         "vector feedback (Rocchio, 1.0)": Variant(defaults, vector_feedback=1.0),
+        "neighbour 0.6 + period boost 1 (adopted, 0091)": Variant(
+            replace(defaults, neighbour_weight=0.6), period_boost=1.0
+        ),
+        "neighbour 0.6 + period boost 2": Variant(
+            replace(defaults, neighbour_weight=0.6), period_boost=2.0
+        ),
     }
     print("| variant | A @10 | B @10 | multi-hop | temporal | open-domain | single-hop | all |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
