@@ -52,6 +52,7 @@ from rank_bm25 import BM25Okapi
 
 from tenancy.access.schemas import ApiKeyCreate
 from tenancy.access.services import ApiKeyService, TenantService
+from tenancy.audit import keys as audit_keys
 from tenancy.enums import Role
 from tether.core.database import create_engine, create_session_factory, transaction
 from tether.core.ids import TenantId
@@ -131,7 +132,9 @@ def load(path: Path) -> Conversation:
 
 async def gateway_key(database_url: str, redis_url: str) -> str:
     """A tenant and a gateway key for it, as _harness.seed makes them (without its rows)."""
-    engine = create_engine(Settings(database_url=database_url, redis_url=redis_url))
+    settings = Settings(database_url=database_url, redis_url=redis_url)
+    audit_keys.configure(settings)  # creating a tenant and a key writes audit records
+    engine = create_engine(settings)
     async with transaction(create_session_factory(engine)) as session:
         tenant = await TenantService(session).create("locomo", "local")
         key = await ApiKeyService(session, TenantId(tenant.tenant_id)).issue(

@@ -38,6 +38,7 @@ from rank_bm25 import BM25Okapi
 from tether.recall.bm25 import Bm25Index
 from tether.recall.expansion import expand
 from tether.recall.index import PartitionIndex, RankDoc
+from tether.recall.period import named_period
 from tether.recall.ranker import rank
 from tether.recall.text import tokenize, warm_up
 from tether.recall.weights import RankWeights
@@ -146,10 +147,16 @@ def ranker(weights: RankWeights, *, vectors: bool = True, decay: bool = False) -
     def prepare(conversation: Conversation) -> Callable[[Question], list[int]]:
         index = PartitionIndex.build(conversation.docs, weights)
         now = max(doc.occurred_at for doc in conversation.docs) + timedelta(days=1)
+        occurred = np.array(
+            [int(doc.occurred_at.timestamp() * 1_000_000) for doc in conversation.docs]
+        )
 
         def query(q: Question) -> list[int]:
             vector = q.vector if vectors else None
-            return [key for key, _ in rank(q.tokens, vector, index, 10, now, weights)]
+            period = named_period(q.text, now)  # as the API does (decision 0091)
+            in_period = None if period is None else period.holds(occurred)
+            ranked = rank(q.tokens, vector, index, 10, now, weights, in_period=in_period)
+            return [key for key, _ in ranked]
 
         return query
 
@@ -182,6 +189,7 @@ def methods(vector_only: RankWeights) -> dict[str, Ranker]:
         "vector only": ranker(vector_only),
         "fused, no neighbours": ranker(replace(defaults, neighbour_weight=0.0)),
         "ranker, lexical only (no vector)": ranker(defaults, vectors=False),
+        "ranker, no period boost (0091)": ranker(replace(defaults, period_boost=0.0)),
         "ranker": ranker(defaults),
         "ranker +decay": ranker(defaults, decay=True),
     }

@@ -134,8 +134,9 @@ def test_neighbouring_turn_of_a_match_is_returned_with_its_source() -> None:
     assert list(results) == [10, 11, 12]
     assert results[11].neighbour_key == 10
     assert results[11].fused_score == 0.0
-    assert results[11].neighbour_boost == pytest.approx(0.5)
-    assert results[12].neighbour_boost == pytest.approx(0.25)
+    weight = NO_DECAY.neighbour_weight  # the match's relevance is 1: it lends weight ** d
+    assert results[11].neighbour_boost == pytest.approx(weight)
+    assert results[12].neighbour_boost == pytest.approx(weight**2)
     assert 13 not in results  # other groups never borrow
 
 

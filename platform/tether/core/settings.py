@@ -274,8 +274,10 @@ class RecallSettings(BaseModel):
     bm25_b: float = Field(default=0.4, ge=0, le=1)
     lexical_weight: float = Field(default=1.0, ge=0)
     vector_weight: float = Field(default=0.5, ge=0)
-    neighbour_weight: float = Field(default=0.5, ge=0, le=1)
+    neighbour_weight: float = Field(default=0.6, ge=0, le=1)
     neighbour_window: int = Field(default=2, ge=0)
+    # A memory within the period a query names ranks 1 + this times higher (0091).
+    period_boost: float = Field(default=1.0, ge=0)
     decay_half_life_days: float = Field(default=90.0, gt=0)
     decay_floor: float = Field(default=0.7, ge=0, le=1)
     importance_floor: float = Field(default=0.6, ge=0, le=1)

@@ -1,8 +1,10 @@
 """Rank one partition for a query: fused relevance, neighbour context, time and quality.
 
-``final = (fused + neighbour_boost) * decay * importance * confidence`` where ``fused``
-is the weighted mean of scaled BM25 and scaled cosine (see ``fusion.py``), and the three
-factors have floors (see ``decay.py``). ``query_vector=None`` (embedding provider down)
+``final = (fused + neighbour_boost) * period * decay * importance * confidence`` where
+``fused`` is the weighted mean of scaled BM25 and scaled cosine (see ``fusion.py``),
+``period`` is ``1 + period_boost`` for a memory that occurred within the period the query
+names ("in May 2023", 上个月; ``period.py``) and 1 otherwise, and the last three factors
+have floors (see ``decay.py``). ``query_vector=None`` (embedding provider down)
 ranks by BM25 alone; the caller reports the degraded mode. Pure: no I/O, no clock.
 """
 
@@ -43,7 +45,7 @@ class Explanation:
     memory had none. ``rrf_score`` is the (weighted, scaled to [0, 1]) Reciprocal Rank
     Fusion of the two rankings, always reported; ``fused_score`` is the relevance the
     configured fusion gave (the RRF score itself when ``fusion`` is ``rrf``), in [0, 1];
-    ``neighbour_boost`` what it borrowed from ``neighbour_key``; ``decay``,
+    ``neighbour_boost`` what it borrowed from ``neighbour_key``; ``period``, ``decay``,
     ``importance`` and ``confidence`` are the factors applied; ``final_score`` the
     product that ordered the results.
     """
@@ -62,6 +64,8 @@ class Explanation:
     final_score: float
     # False for the nearest memories returned only because none was relevant (0054).
     relevant: bool = True
+    # 1 + period_boost when the query named a period the memory occurred in, else 1.
+    period: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +75,7 @@ class _Signals:
     relevant: npt.NDArray[np.bool_]
     fused: FloatArray
     boost: FloatArray
+    period: FloatArray
     decay: FloatArray
     importance: FloatArray
     confidence: FloatArray
@@ -88,6 +93,7 @@ def rank(
     *,
     similarity: npt.NDArray[np.float32] | None = None,
     allowed: npt.NDArray[np.bool_] | None = None,
+    in_period: npt.NDArray[np.bool_] | None = None,
 ) -> list[tuple[int, Explanation]]:
     """The top ``k`` memories of the partition as ``(key, explanation)``, best first.
 
@@ -100,11 +106,15 @@ def rank(
     ``similarity``: the query's cosine to each row, when it was computed elsewhere
     (pgvector, for a partition loaded without its vectors); ``query_vector`` is then
     unused. ``allowed``: rows the caller may receive; the others are neither returned
-    nor lend relevance to their neighbours.
+    nor lend relevance to their neighbours. ``in_period``: rows that occurred within the
+    period the query names (None: it names none); they rank ``1 + period_boost`` times
+    higher, which makes no memory relevant that is not.
     """
     if index.size == 0 or k <= 0:
         return []
-    signals = _signals(query_tokens, query_vector, index, now, weights, similarity, allowed)
+    signals = _signals(
+        query_tokens, query_vector, index, now, weights, similarity, allowed, in_period
+    )
     candidates = signals.relevant | (signals.boost > 0.0)
     if allowed is not None:
         candidates &= allowed
@@ -124,6 +134,7 @@ def _signals(
     weights: RankWeights,
     precomputed: npt.NDArray[np.float32] | None,
     allowed: npt.NDArray[np.bool_] | None,
+    in_period: npt.NDArray[np.bool_] | None,
 ) -> _Signals:
     lexical = index.bm25.scores(query_tokens)
     if precomputed is not None:
@@ -147,9 +158,22 @@ def _signals(
     decay = time_factor(index.reference_time, index.strength, now.timestamp(), weights)
     importance = quality_factor(index.importance, weights.importance_floor)
     confidence = quality_factor(index.confidence, weights.confidence_floor)
-    final = (fused + boost) * decay * importance * confidence
+    period = np.ones(index.size, dtype=np.float64)
+    if in_period is not None and weights.period_boost > 0.0:
+        period[in_period] += weights.period_boost
+    final = (fused + boost) * period * decay * importance * confidence
     return _Signals(
-        lexical, similarity, relevant, fused, boost, decay, importance, confidence, final, lending
+        lexical,
+        similarity,
+        relevant,
+        fused,
+        boost,
+        period,
+        decay,
+        importance,
+        confidence,
+        final,
+        lending,
     )
 
 
@@ -222,4 +246,5 @@ def _explain(
         confidence=float(signals.confidence[row]),
         final_score=float(signals.final[row]),
         relevant=bool(signals.relevant[row] or signals.boost[row] > 0.0),
+        period=float(signals.period[row]),
     )

@@ -37,6 +37,9 @@ class ExplanationRead(msgspec.Struct):
     # False: no memory matched the query, and this is one of the nearest by meaning
     # (returned so that a plain question never comes back empty; decision 0054).
     relevant: bool = True
+    # 1 + the period boost when the query named a period ("in May 2023", 上个月) this
+    # memory occurred in; 1 otherwise (decision 0091).
+    period: float = 1.0
 
 
 class SearchHit(msgspec.Struct):

@@ -26,6 +26,7 @@ from tether.providers.configured import warm_up_embedder
 from tether.recall import text
 from tether.recall.expansion import expand
 from tether.recall.partition import Partition, RecalledMemory
+from tether.recall.period import named_period
 from tether.recall.ranker import Explanation, rank
 from tether.recall.reinforcement import ReinforcementBuffer
 from tether.recall.schemas import ExplanationRead, SearchHit
@@ -65,6 +66,7 @@ def explanation(e: Explanation, neighbour_id: uuid.UUID | None = None) -> Explan
         confidence=e.confidence,
         final_score=e.final_score,
         relevant=e.relevant,
+        period=e.period,
     )
 
 
@@ -173,8 +175,16 @@ class Recall:
         ranking_started = time.perf_counter()
         now = datetime.now(UTC)
         visible = partition.visible(now, include_private)
+        period = named_period(query, now)  # "in May 2023", 上个月 (0091)
+        in_period = None if period is None else period.holds(partition.occurred)
         ranked = self._rank(
-            partition, tokens, vector, k, visible & partition.allowed(types, layers), now
+            partition,
+            tokens,
+            vector,
+            k,
+            visible & partition.allowed(types, layers),
+            now,
+            in_period,
         )
         # A caller held to some layers (a pool operator) gets no summary from others.
         summarised = visible if layers is None else visible & partition.allowed(None, layers)
@@ -234,6 +244,7 @@ class Recall:
         k: int,
         allowed: npt.NDArray[np.bool_],
         now: datetime,
+        in_period: npt.NDArray[np.bool_] | None,
     ) -> list[tuple[int, Explanation]]:
         if partition.terms is not None and not set(tokens) <= set(partition.terms):
             raise ValueError("a partition read for one query ranks that query only")
@@ -246,6 +257,7 @@ class Recall:
             self._weights,
             similarity=partition.similarity,
             allowed=allowed,
+            in_period=in_period,
         )
 
 

@@ -35,6 +35,9 @@ class RankWeights:
             ``d`` up to ``neighbour_window``: the answer to a question usually sits next
             to the turn that matches it. 0 disables it.
         neighbour_window: how many steps on each side the spreading reaches.
+        period_boost: a memory that occurred within the period a query names ("in May
+            2023", "last month", 上个月; ``period.py``) ranks ``1 + period_boost`` times
+            higher (decision 0091). 0 disables it.
         decay_half_life_days: the age (since the memory happened or was last recalled) at
             which retention halves for a memory of strength 1; strength multiplies it.
         decay_floor: the smallest time factor: an old memory keeps at least this share of
@@ -52,8 +55,9 @@ class RankWeights:
     bm25_b: float = 0.4
     lexical_weight: float = 1.0
     vector_weight: float = 0.5
-    neighbour_weight: float = 0.5
+    neighbour_weight: float = 0.6
     neighbour_window: int = 2
+    period_boost: float = 1.0
     decay_half_life_days: float = 90.0
     decay_floor: float = 0.7
     importance_floor: float = 0.6
@@ -67,6 +71,8 @@ class RankWeights:
             raise ValueError("fusion weights must be non-negative")
         if self.lexical_weight + self.vector_weight == 0:
             raise ValueError("at least one fusion weight must be positive")
+        if self.period_boost < 0:
+            raise ValueError("period_boost must be non-negative")
         if self.rrf_k < 1:
             raise ValueError("rrf_k must be at least 1")
         if self.decay_half_life_days <= 0 or self.neighbour_window < 0:
@@ -86,6 +92,7 @@ def rank_weights(settings: Settings) -> RankWeights:
         vector_weight=r.vector_weight,
         neighbour_weight=r.neighbour_weight,
         neighbour_window=r.neighbour_window,
+        period_boost=r.period_boost,
         decay_half_life_days=r.decay_half_life_days,
         decay_floor=r.decay_floor,
         importance_floor=r.importance_floor,
