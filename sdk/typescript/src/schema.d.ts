@@ -1887,6 +1887,8 @@ export interface components {
             lexical_score: number | null;
             neighbour_boost: number;
             neighbour_id: string | null;
+            /** @default 1 */
+            period?: number;
             /** @default true */
             relevant?: boolean;
             rrf_score: number;

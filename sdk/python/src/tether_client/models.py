@@ -530,6 +530,7 @@ class ExplanationRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     rrf_score: float
     vector_rank: int | None
     vector_similarity: float | None
+    period: float = msgspec.field(default=1.0)
     relevant: bool = msgspec.field(default=True)
 
 
