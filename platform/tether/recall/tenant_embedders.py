@@ -6,15 +6,22 @@ deployment's model costs one in-process dictionary lookup (its settings are cach
 from __future__ import annotations
 
 import logging
+from typing import Protocol
 
-from tenancy.settings.cache import TenantSettingsCache
 from tenancy.settings.providers import embedding_refusals
+from tenancy.settings.schemas import TenantSettingsDocument
 from tether.core.ids import TenantId
 from tether.core.settings import NamedEmbeddingProvider, ProvidersSettings
 from tether.providers.base import EmbeddingProvider
 from tether.providers.openai_embeddings import OpenAICompatibleEndpoint, OpenAIEmbeddingProvider
 
 log = logging.getLogger(__name__)
+
+
+class SettingsSource(Protocol):
+    """Each tenant's settings document (the process's ``TenantSettingsCache``)."""
+
+    async def get(self, tenant_id: TenantId) -> TenantSettingsDocument: ...
 
 
 class TenantEmbedders:
@@ -25,7 +32,7 @@ class TenantEmbedders:
     """
 
     def __init__(
-        self, default: EmbeddingProvider, named: ProvidersSettings, settings: TenantSettingsCache
+        self, default: EmbeddingProvider, named: ProvidersSettings, settings: SettingsSource
     ) -> None:
         self.default = default
         self._named = named
