@@ -49,8 +49,8 @@ class TenantSettingsController(Controller):
         self, tenant_settings_service: TenantSettings
     ) -> Response[TenantSettingsRead]:
         """The settings in force (retention, ownership, context, knowledge, extraction,
-        privacy; and the limits of /v1/tenant/limits, read only); the ETag is what a
-        PUT sends."""
+        privacy, embedding; and the limits of /v1/tenant/limits, read only); the ETag is
+        what a PUT sends."""
         current = await tenant_settings_service.get()
         return Response(current, headers={"ETag": etag(current.version)})
 

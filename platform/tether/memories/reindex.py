@@ -120,22 +120,28 @@ async def reindex(
     batch: int = 256,
     everything: bool = False,
     report: Callable[[Progress], None] = lambda _: None,
+    embedders: Callable[[TenantId], Awaitable[EmbeddingProvider]] | None = None,
 ) -> Progress:
     """Recompute tokens and vectors of every memory not made by ``embedder`` (or of all
     of them with ``everything``), one tenant after another (each under row-level
-    security), ``batch`` rows per transaction."""
-    tenants = await _tenants(sessions)
-    total = sum([await _count(sessions, t, embedder, everything) for t in tenants])
+    security), ``batch`` rows per transaction. ``embedders``: each tenant's own model
+    (decision 0077), so that a tenant on a named provider keeps its vectors."""
+
+    async def model_of(tenant_id: TenantId) -> EmbeddingProvider:
+        return embedder if embedders is None else await embedders(tenant_id)
+
+    tenants = [(t, await model_of(t)) for t in await _tenants(sessions)]
+    total = sum([await _count(sessions, t, chosen, everything) for t, chosen in tenants])
     progress = Progress(0, total, time.monotonic())
 
     async def each(current: Progress) -> None:
         report(current)
 
-    for tenant_id in tenants:
+    for tenant_id, chosen in tenants:
         await reindex_tenant(
             sessions,
             tenant_id,
-            embedder,
+            chosen,
             invalidate,
             progress,
             batch=batch,
