@@ -16,7 +16,7 @@ from sqlalchemy import select
 from tests.conftest import start_worker, stop_worker
 from tests.integration.test_tenant_settings_sections import _put
 from tests.providers_server import FakeOpenAIServer, Reply
-from tests.support import owner_sessions, resolved_relationship, wait_for_hot_copy
+from tests.support import count_sql, owner_sessions, resolved_relationship, wait_for_hot_copy
 from tether.core.resources import Resources
 from tether.core.settings import NamedEmbeddingProvider, ProvidersSettings, Settings
 from tether.knowledge.models import KnowledgeChunk
@@ -172,6 +172,22 @@ async def test_refused_embedding_choices_are_never_stored(client, make_tenant) -
     assert current.headers["etag"] == '"0"'  # nothing stored
     assert current.json()["embedding"] == {"provider": None}
     assert await _runs(client, tenant) == []
+
+
+async def test_a_tenant_on_the_deployments_model_pays_no_sql_for_it(
+    client, make_tenant, resources
+) -> None:
+    tenant = await make_tenant()
+    gateway = await tenant.key("gateway")
+    rid = await resolved_relationship(client, gateway, "hot-user")
+    await _memories(client, gateway, rid, FACTS[:1])
+    await _search(client, gateway, rid)  # the settings are cached from here on
+    await wait_for_hot_copy(resources.hot_redis, rid)
+    with count_sql(resources) as statements:
+        hot = await _search(client, gateway, rid)
+    assert hot["tier"] in ("local", "hot")
+    assert any(h["explanation"]["vector_similarity"] is not None for h in hot["items"])
+    assert not [s for s in statements if "tenant_settings" in s], statements
 
 
 @pytest.mark.worker
