@@ -43,7 +43,7 @@ TASK_MODULES = [
 ]
 
 # How often the beat looks for re-embed runs left unfinished (decision 0079).
-REEMBED_SWEEP_SECONDS = 300.0
+REEMBED_SWEEP_SECONDS = 60.0
 SWEEP_TASK = "sessions.sweep"
 RECONCILE_TASK = "turns.reconcile"
 EXPIRY_TASK = "memories.expire"

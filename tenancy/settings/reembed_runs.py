@@ -84,11 +84,16 @@ class ReembedRunRepository:
         )
         return bool((await self._session.execute(statement)).rowcount)  # type: ignore[attr-defined]
 
-    async def resumable(self, older_than: datetime) -> list[uuid.UUID]:
-        """Runs the beat should (re)start: pending, failed or silent since ``older_than``."""
+    async def resumable(self, pending_since: datetime, silent_since: datetime) -> list[uuid.UUID]:
+        """Runs the beat should (re)start: pending since ``pending_since`` (a message
+        lost, or a change made from the CLI), failed or running without a report since
+        ``silent_since``."""
+        since = func.coalesce(ReembedRun.updated_at, ReembedRun.created_at)
         statement = select(ReembedRun.id).where(
             ReembedRun.tenant_id == self._tenant_id,
-            ReembedRun.status.in_(("pending", "running", "failed")),
-            func.coalesce(ReembedRun.updated_at, ReembedRun.created_at) < older_than,
+            or_(
+                (ReembedRun.status == "pending") & (ReembedRun.created_at < pending_since),
+                ReembedRun.status.in_(("running", "failed")) & (since < silent_since),
+            ),
         )
         return list((await self._session.execute(statement)).scalars())

@@ -8,20 +8,30 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy import select
 
+from tenancy.settings.cache import TenantSettingsCache
+from tenancy.settings.schemas import EmbeddingTenantSettings, TenantSettingsWrite
+from tenancy.settings.services import TenantSettingsService, etag
 from tests.conftest import start_worker, stop_worker
 from tests.integration.test_tenant_settings_sections import _put
 from tests.providers_server import FakeOpenAIServer, Reply
 from tests.support import count_sql, owner_sessions, resolved_relationship, wait_for_hot_copy
+from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.core.settings import NamedEmbeddingProvider, ProvidersSettings, Settings
+from tether.core.tenant_sessions import tenant_transaction
 from tether.knowledge.models import KnowledgeChunk
 from tether.providers.offline import OfflineEmbeddingProvider
 from tether.recall.models import Memory
+from tether.recall.tenant_embedders import TenantEmbedders
+from tether.reembed.services import STALE_AFTER, ReembedJob, resumable_runs
+from tether.runtime.tenant_admin import OPERATOR_CLI
 
 pytestmark = pytest.mark.integration
 
@@ -274,3 +284,52 @@ async def _chunks(resources: Resources, tenant_id: str) -> list[Any]:
             select(KnowledgeChunk.id).where(KnowledgeChunk.tenant_id == tenant_id)
         )
         return list(rows.scalars())
+
+
+async def test_a_change_without_a_message_is_found_and_run_by_the_sweep(
+    client, make_tenant, resources, settings
+) -> None:
+    """As from ``tether tenant settings --set`` (no task sent): the run waits pending,
+    the beat's sweep finds it, and a worker claims it once; a later change supersedes
+    an unfinished run."""
+    tenant = await make_tenant()
+    tenant_id = TenantId(uuid.UUID(tenant.id))
+    gateway = await tenant.key("gateway")
+    rid = await resolved_relationship(client, gateway, "cli-user")
+    await _memories(client, gateway, rid, FACTS)
+
+    async def change(provider: str) -> None:
+        async with tenant_transaction(resources.sessions, tenant_id) as session:
+            service = TenantSettingsService(session, tenant_id, OPERATOR_CLI, settings)
+            current = await service.get()
+            write = TenantSettingsWrite(embedding=EmbeddingTenantSettings(provider=provider))
+            await service.put(write, etag(current.version))
+
+    await change("alpha")
+    await change("beta")  # before the first run started
+    assert [r["status"] for r in await _runs(client, tenant)] == ["pending", "superseded"]
+    found = await resumable_runs(resources.sessions, timedelta(0), STALE_AFTER)
+    mine = [run_id for t, run_id in found if t == tenant_id]
+    assert [str(r) for r in mine] == [(await _runs(client, tenant))[0]["id"]]
+
+    cache = TenantSettingsCache(resources.sessions, 30.0)
+    embedders = TenantEmbedders(OfflineEmbeddingProvider(), settings.providers, cache)
+    invalidated: list[object] = []
+
+    async def invalidate(scope: object) -> None:
+        invalidated.append(scope)
+
+    job = ReembedJob(resources.sessions, cache, embedders, invalidate, settle_seconds=0.0)
+    try:
+        assert await job.run(tenant_id, mine[0]) == "done"
+        assert await job.run(tenant_id, mine[0]) == "skipped"  # done: never run twice
+    finally:
+        await embedders.aclose()
+    assert invalidated  # recall drops its copies of the partition
+    assert (await _models(resources, tenant.id))[0] == {("model-b", 12)}
+    latest = (await _runs(client, tenant))[0]
+    assert (latest["status"], latest["memories_done"], latest["model"]) == (
+        "done",
+        len(FACTS),
+        "model-b",
+    )

@@ -7,7 +7,7 @@ import uuid
 from tenancy.settings.reembed_runs import REEMBED_SWEEP_TASK, REEMBED_TASK
 from tether.core.ids import TenantId
 from tether.core.resources import Resources
-from tether.reembed.services import STALE_AFTER, ReembedJob, resumable_runs
+from tether.reembed.services import PENDING_AFTER, STALE_AFTER, ReembedJob, resumable_runs
 from workers.app import OUTAGE_RETRIES, app, settings_of
 from workers.runtime import run
 from workers.services import services_for
@@ -33,7 +33,7 @@ def reembed_tenant(tenant_id: str, run_id: str) -> str:
 
 
 async def _resume(resources: Resources) -> int:
-    runs = await resumable_runs(resources.sessions, STALE_AFTER)
+    runs = await resumable_runs(resources.sessions, PENDING_AFTER, STALE_AFTER)
     for tenant_id, run_id in runs:
         await resources.tasks.send(REEMBED_TASK, [str(tenant_id), str(run_id)])
     return len(runs)

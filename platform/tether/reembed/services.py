@@ -33,6 +33,8 @@ from tether.recall.tenant_embedders import TenantEmbedders
 log = logging.getLogger(__name__)
 # A running run whose worker has not reported for this long is claimed again.
 STALE_AFTER = timedelta(minutes=10)
+# A run still pending this long after the change had no message: the beat starts it.
+PENDING_AFTER = timedelta(minutes=1)
 
 
 @dataclass(slots=True)
@@ -139,14 +141,17 @@ class ReembedJob:
 
 
 async def resumable_runs(
-    sessions: async_sessionmaker[AsyncSession], silent_for: timedelta
+    sessions: async_sessionmaker[AsyncSession], pending_for: timedelta, silent_for: timedelta
 ) -> list[tuple[TenantId, uuid.UUID]]:
-    """Runs a lost message, a failure or a stopped worker left unfinished for longer than
-    ``silent_for``: pending, failed, or running without a report (the beat runs them)."""
+    """Runs to (re)start: pending for longer than ``pending_for`` (a lost message, or a
+    change made from the CLI, which sends none), failed or running without a report for
+    longer than ``silent_for`` (a provider outage, a stopped worker). The beat runs them."""
     found: list[tuple[TenantId, uuid.UUID]] = []
-    older_than = datetime.now(UTC) - silent_for
+    now = datetime.now(UTC)
     for tenant_id in await tenant_ids(sessions):
         async with tenant_transaction(sessions, tenant_id) as session:
-            runs = await ReembedRunRepository(session, tenant_id).resumable(older_than)
+            runs = await ReembedRunRepository(session, tenant_id).resumable(
+                now - pending_for, now - silent_for
+            )
         found.extend((tenant_id, run_id) for run_id in runs)
     return found
