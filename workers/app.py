@@ -19,6 +19,7 @@ from redis import Redis as SyncRedis
 from redis.exceptions import RedisError
 
 from tenancy.audit import keys as audit_keys
+from tenancy.settings.reembed_runs import REEMBED_SWEEP_TASK
 from tether.core import task_queues
 from tether.core.database_errors import DatabaseUnavailable
 from tether.core.logging import configure_logging
@@ -38,8 +39,11 @@ TASK_MODULES = [
     "workers.tasks.knowledge",
     "workers.tasks.audit",
     "workers.tasks.rights",
+    "workers.tasks.reembed",
 ]
 
+# How often the beat looks for re-embed runs left unfinished (decision 0079).
+REEMBED_SWEEP_SECONDS = 60.0
 SWEEP_TASK = "sessions.sweep"
 RECONCILE_TASK = "turns.reconcile"
 EXPIRY_TASK = "memories.expire"
@@ -101,6 +105,10 @@ def create_celery(settings: Settings) -> Celery:
             "sign-audit-checkpoints": {
                 "task": AUDIT_CHECKPOINT_TASK,
                 "schedule": settings.audit.checkpoint_interval_seconds,
+            },
+            "resume-reembed-runs": {
+                "task": REEMBED_SWEEP_TASK,
+                "schedule": REEMBED_SWEEP_SECONDS,
             },
             "retry-invalidations": {
                 "task": RETRY_INVALIDATIONS_TASK,

@@ -15,6 +15,7 @@ from tether.memories.tenant_chat import TenantChatProviders
 from tether.providers.base import ChatProvider, EmbeddingProvider
 from tether.providers.configured import chat_provider, embedding_provider
 from tether.recall.services import warm_up
+from tether.recall.tenant_embedders import TenantEmbedders
 from tether.recall.versions import PartitionVersions
 
 
@@ -29,6 +30,8 @@ class WorkerServices:
     llm_gate: LlmGate
     # The chat provider of each tenant's extraction (its settings' extraction section).
     chats: TenantChatProviders
+    # The embedding model of each tenant's vectors (its settings' embedding section).
+    embedders: TenantEmbedders
 
 
 _embedders: dict[int, EmbeddingProvider] = {}
@@ -67,5 +70,6 @@ def services_for(resources: Resources) -> WorkerServices:
             tenant_settings,
             LlmGate(resources.redis, tenant_settings),
             TenantChatProviders(chat, settings.providers),
+            TenantEmbedders(_embedder(settings), settings.providers, tenant_settings),
         )
     return _services[pid]

@@ -51,6 +51,7 @@ from tether.providers.configured import embedding_provider
 from tether.recall.deps import partition_store
 from tether.recall.reinforcement import ReinforcementBuffer
 from tether.recall.services import warm_up
+from tether.recall.tenant_embedders import TenantEmbedders
 from tether.rights.controllers import provide_user_eraser
 from tether.routes import ROUTE_HANDLERS
 from tether.turns.claims import TurnClaims
@@ -81,6 +82,9 @@ def bind_resources(app: Litestar, resources: Resources) -> None:
     )
     app.state.turn_claims = TurnClaims(resources.redis, resources.settings.ingest)
     recall = resources.settings.recall
+    app.state.embedders = TenantEmbedders(
+        app.state.embedder, settings.providers, app.state.tenant_settings
+    )
     app.state.partitions = partition_store(resources, app.state.embedder.name)
     app.state.reinforcement = ReinforcementBuffer(resources.tasks, recall.reinforce_flush_seconds)
     app.state.access_log = AccessLog(
@@ -108,6 +112,7 @@ def create_app(settings: Settings) -> Litestar:
             await app.state.reinforcement.flush()
             await app.state.access_log.flush()
             await app.state.authenticator.usage.flush()
+            await app.state.embedders.aclose()
             await app.state.embedder.aclose()
 
     # The console's pages sign in with a session cookie, not a bearer key (docs/console.md).

@@ -168,10 +168,12 @@ def _cmd_tenant_settings(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
+    from tenancy.settings.cache import TenantSettingsCache
     from tether.core.resources import open_resources
     from tether.memories.reindex import Progress, reindex
     from tether.providers.configured import embedding_provider
     from tether.recall.services import warm_up
+    from tether.recall.tenant_embedders import TenantEmbedders
     from tether.recall.versions import PartitionVersions
     from tether.runtime.services import backing_services
 
@@ -191,6 +193,9 @@ def _cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
         warm_up(live, embedder)
         async with open_resources(live) as resources:
             versions = PartitionVersions(resources.hot_redis, resources.redis, retry=False)
+            # Tenants on a named embedding provider are re-embedded by theirs.
+            cache = TenantSettingsCache(resources.sessions, 3600.0)
+            embedders = TenantEmbedders(embedder, live.providers, cache)
             try:
                 return await reindex(
                     resources.sessions,
@@ -199,8 +204,10 @@ def _cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
                     batch=args.batch,
                     everything=args.all,
                     report=show,
+                    embedders=embedders.for_tenant,
                 )
             finally:
+                await embedders.aclose()
                 await embedder.aclose()
 
     with backing_services(settings) as live:

@@ -11,7 +11,7 @@ from tenancy.graph.controllers import CreatorController, PersonaController, User
 from tenancy.limits.controllers import TenantLimitsController
 from tenancy.relationships.controllers import RelationshipController, UserRelationshipController
 from tenancy.resolve.controllers import ResolveController
-from tenancy.settings.controllers import TenantSettingsController
+from tenancy.settings.controllers import ReembedRunController, TenantSettingsController
 from tether.api.metrics import MetricsController
 from tether.context.controllers import ContextController
 from tether.health.controllers import HealthController
@@ -57,6 +57,7 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     PrivacyPatternController,
     TenantLimitsController,
     TenantSettingsController,
+    ReembedRunController,
     RetentionRunController,
     PolicyController,
     AuditController,

@@ -4,10 +4,10 @@ Checked before a version is stored, so a refused choice never reaches a worker."
 
 from __future__ import annotations
 
-from tenancy.settings.schemas import ExtractionTenantSettings
+from tenancy.settings.schemas import EmbeddingTenantSettings, ExtractionTenantSettings
 from tether.core.errors import InvalidInput
 from tether.core.provider_urls import host_allowed, url_problem
-from tether.core.settings import ProvidersSettings
+from tether.core.settings import MAX_EMBEDDING_DIMENSION, ProvidersSettings
 
 
 class ProviderRefused(InvalidInput):
@@ -16,8 +16,17 @@ class ProviderRefused(InvalidInput):
 
 
 def check_extraction(extraction: ExtractionTenantSettings, deployment: ProvidersSettings) -> None:
+    """Raise ProviderRefused (422) naming every refused field of the extraction section."""
+    check_providers(extraction, EmbeddingTenantSettings(), deployment)
+
+
+def check_providers(
+    extraction: ExtractionTenantSettings,
+    embedding: EmbeddingTenantSettings,
+    deployment: ProvidersSettings,
+) -> None:
     """Raise ProviderRefused (422) naming every refused field."""
-    errors = refusals(extraction, deployment)
+    errors = refusals(extraction, deployment) + embedding_refusals(embedding, deployment)
     if errors:
         fields = ", ".join(e["field"] for e in errors)
         raise ProviderRefused(f"refused: {fields}", errors=errors)
@@ -47,4 +56,26 @@ def refusals(
     if not host_allowed(url, deployment.allowed_hosts):
         message = "its host is not on this deployment's allow-list of provider hosts"
         return [{"field": "extraction.llm_base_url", "message": message}]
+    return []
+
+
+def embedding_refusals(
+    embedding: EmbeddingTenantSettings, deployment: ProvidersSettings
+) -> list[dict[str, str]]:
+    """The embedding choice refused, with why (empty: one the deployment offers and whose
+    vectors the untyped ``halfvec`` column can hold)."""
+    name = embedding.provider
+    if name is None:
+        return []
+    named = deployment.embedding.get(name)
+    if named is None:
+        offered = ", ".join(sorted(deployment.embedding)) or "none"
+        message = f"this deployment names no embedding provider {name!r} (it offers: {offered})"
+        return [{"field": "embedding.provider", "message": message}]
+    if named.dimension > MAX_EMBEDDING_DIMENSION:
+        message = (
+            f"its {named.dimension}-dimensional vectors exceed the {MAX_EMBEDDING_DIMENSION:,}"
+            " dimensions a halfvec column stores"
+        )
+        return [{"field": "embedding.provider", "message": message}]
     return []

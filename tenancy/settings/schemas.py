@@ -123,6 +123,16 @@ class ExtractionTenantSettings(msgspec.Struct, forbid_unknown_fields=True):
     llm_base_url: ProviderUrl | None = None
 
 
+class EmbeddingTenantSettings(msgspec.Struct, forbid_unknown_fields=True):
+    """Which embedding model makes and compares this tenant's vectors (decision 0077)."""
+
+    # An embedding provider the deployment named (TETHER_PROVIDERS__EMBEDDING); null:
+    # the deployment's own (TETHER_EMBEDDING__*). A change starts a re-embed of the
+    # tenant's memories and knowledge chunks; until it ends, what it has not reached
+    # ranks lexically.
+    provider: ProviderName | None = None
+
+
 PrivacyModeName = Literal["normal", "raw_only", "off"]
 
 
@@ -142,6 +152,7 @@ class TenantSettingsDocument(msgspec.Struct, forbid_unknown_fields=True):
     knowledge: KnowledgeTenantSettings = msgspec.field(default_factory=KnowledgeTenantSettings)
     extraction: ExtractionTenantSettings = msgspec.field(default_factory=ExtractionTenantSettings)
     privacy: PrivacyTenantSettings = msgspec.field(default_factory=PrivacyTenantSettings)
+    embedding: EmbeddingTenantSettings = msgspec.field(default_factory=EmbeddingTenantSettings)
 
 
 class TenantSettingsWrite(msgspec.Struct, forbid_unknown_fields=True):
@@ -153,6 +164,7 @@ class TenantSettingsWrite(msgspec.Struct, forbid_unknown_fields=True):
     knowledge: KnowledgeTenantSettings = msgspec.field(default_factory=KnowledgeTenantSettings)
     extraction: ExtractionTenantSettings = msgspec.field(default_factory=ExtractionTenantSettings)
     privacy: PrivacyTenantSettings = msgspec.field(default_factory=PrivacyTenantSettings)
+    embedding: EmbeddingTenantSettings = msgspec.field(default_factory=EmbeddingTenantSettings)
     reason: ShortText = ""
 
     def document(self) -> TenantSettingsDocument:
@@ -163,6 +175,7 @@ class TenantSettingsWrite(msgspec.Struct, forbid_unknown_fields=True):
             self.knowledge,
             self.extraction,
             self.privacy,
+            self.embedding,
         )
 
 
@@ -174,6 +187,7 @@ class TenantSettingsRead(msgspec.Struct):
     knowledge: KnowledgeTenantSettings
     extraction: ExtractionTenantSettings
     privacy: PrivacyTenantSettings
+    embedding: EmbeddingTenantSettings
     updated_at: datetime | None
     updated_by_key_id: str | None
     # Read only, from GET /v1/tenant/limits (stored and changed there, not here).
@@ -196,6 +210,7 @@ class TenantSettingsRead(msgspec.Struct):
             document.knowledge,
             document.extraction,
             document.privacy,
+            document.embedding,
             updated_at,
             updated_by_key_id,
             limits,
@@ -214,3 +229,33 @@ def parse_document(raw: object) -> TenantSettingsDocument:
 def dump_document(document: TenantSettingsDocument) -> dict[str, object]:
     dumped: dict[str, object] = msgspec.to_builtins(document)
     return dumped
+
+
+ReembedStatus = Literal["pending", "running", "done", "failed", "superseded"]
+
+
+class ReembedRunRead(msgspec.Struct):
+    """A re-embed of the tenant's memories and knowledge chunks after a change of its
+    embedding model (decision 0079). Until it is done, recall compares the query only
+    with vectors of the new model and ranks the rest lexically."""
+
+    id: str
+    status: ReembedStatus
+    settings_version: int
+    # The provider chosen (null: the deployment's model), the model that re-embeds and
+    # its dimension (null until the run starts).
+    provider: str | None
+    model: str | None
+    dimension: int | None
+    memories_done: int
+    memories_total: int
+    chunks_done: int
+    chunks_total: int
+    error: str | None
+    created_at: datetime
+    updated_at: datetime | None
+    finished_at: datetime | None
+
+
+class ReembedRunList(msgspec.Struct):
+    items: list[ReembedRunRead]

@@ -4,6 +4,8 @@ history beyond the stored versions)."""
 
 from __future__ import annotations
 
+import logging
+
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -11,10 +13,13 @@ from tenancy.audit.log import Actor, AuditLog
 from tenancy.limits.schemas import TenantLimitsRead
 from tenancy.limits.services import TenantLimitsService
 from tenancy.settings.errors import SettingsChanged, SettingsIfMatchRequired
-from tenancy.settings.models import TenantSettingsVersion
-from tenancy.settings.providers import check_extraction
+from tenancy.settings.models import ReembedRun, TenantSettingsVersion
+from tenancy.settings.providers import check_providers
+from tenancy.settings.reembed_runs import REEMBED_TASK, ReembedRunRepository
 from tenancy.settings.repositories import TenantSettingsRepository
 from tenancy.settings.schemas import (
+    ReembedRunList,
+    ReembedRunRead,
     TenantSettingsDocument,
     TenantSettingsRead,
     TenantSettingsWrite,
@@ -23,6 +28,29 @@ from tenancy.settings.schemas import (
 )
 from tether.core.ids import TenantId
 from tether.core.settings import Settings
+from tether.core.tasks import QueueUnavailable, TaskQueue
+from tether.core.unit_of_work import on_commit
+
+log = logging.getLogger(__name__)
+
+
+def _run(r: ReembedRun) -> ReembedRunRead:
+    return ReembedRunRead(
+        id=str(r.id),
+        status=r.status,  # type: ignore[arg-type]
+        settings_version=r.settings_version,
+        provider=r.provider,
+        model=r.model,
+        dimension=r.dimension,
+        memories_done=r.memories_done,
+        memories_total=r.memories_total,
+        chunks_done=r.chunks_done,
+        chunks_total=r.chunks_total,
+        error=r.error,
+        created_at=r.created_at,
+        updated_at=r.updated_at,
+        finished_at=r.finished_at,
+    )
 
 
 def etag(version: int) -> str:
@@ -52,9 +80,16 @@ class TenantSettingsService:
     """
 
     def __init__(
-        self, session: AsyncSession, tenant_id: TenantId, actor: Actor, deployment: Settings
+        self,
+        session: AsyncSession,
+        tenant_id: TenantId,
+        actor: Actor,
+        deployment: Settings,
+        tasks: TaskQueue | None = None,
     ) -> None:
         self._session = session
+        # Where a re-embed run is sent after the commit (None: the beat's sweep starts it).
+        self._tasks = tasks
         self._tenant_id = tenant_id
         self._actor = actor
         self._providers = deployment.providers
@@ -63,6 +98,11 @@ class TenantSettingsService:
 
     async def get(self) -> TenantSettingsRead:
         return _read(await self._settings.latest(), await self._limits.get())
+
+    async def reembed_runs(self, limit: int) -> ReembedRunList:
+        """The tenant's latest re-embed runs, newest first."""
+        runs = await ReembedRunRepository(self._session, self._tenant_id).recent(limit)
+        return ReembedRunList([_run(r) for r in runs])
 
     async def put(self, data: TenantSettingsWrite, if_match: str | None) -> TenantSettingsRead:
         """Write a new version if ``if_match`` names the one in force (412 otherwise)."""
@@ -74,7 +114,8 @@ class TenantSettingsService:
             raise SettingsChanged(
                 f"you sent If-Match {if_match}, the settings are at {etag(version)}"
             )
-        check_extraction(data.extraction, self._providers)  # 422 before anything is stored
+        # 422 before anything is stored
+        check_providers(data.extraction, data.embedding, self._providers)
         in_force = TenantSettingsDocument() if current is None else parse_document(current.document)
         before = dump_document(in_force)
         after = dump_document(data.document())
@@ -84,6 +125,8 @@ class TenantSettingsService:
         except IntegrityError as exc:  # another writer took this version first
             raise SettingsChanged("the settings changed while you wrote them") from exc
         changed = sorted(name for name in after if after[name] != before.get(name))
+        if "embedding" in changed:
+            await self._reembed(row.version, data.embedding.provider)
         await AuditLog(self._session).record(
             self._tenant_id,
             self._actor,
@@ -92,3 +135,19 @@ class TenantSettingsService:
             detail={"version": row.version, "sections": changed, "reason": bool(data.reason)},
         )
         return _read(row, await self._limits.get())
+
+    async def _reembed(self, version: int, provider: str | None) -> None:
+        """A new embedding model: a run re-embeds the tenant's vectors (decision 0079),
+        recorded in this transaction so that it is never lost, sent once committed."""
+        run = await ReembedRunRepository(self._session, self._tenant_id).start(version, provider)
+        tasks, args = self._tasks, [str(self._tenant_id), str(run.id)]
+        if tasks is None:
+            return
+
+        async def send() -> None:
+            try:
+                await tasks.send(REEMBED_TASK, args)
+            except QueueUnavailable as exc:  # the beat's sweep starts it
+                log.warning("re-embed run %s not queued: %s", run.id, exc)
+
+        on_commit(self._session, send)

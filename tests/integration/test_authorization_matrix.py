@@ -119,6 +119,7 @@ TABLE: dict[tuple[str, str], Route] = {
     ("GET", "/v1/tenant/settings"): Route("ADDDD"),
     ("PUT", "/v1/tenant/settings"): Route("ADDDD", _settings_if_match),
     ("GET", "/v1/tenant/retention-runs"): Route("ADDDD"),
+    ("GET", "/v1/tenant/reembed-runs"): Route("ADDDD"),
     ("POST", "/v1/resolve"): Route(
         "AADDD",
         body(

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 import pytest
 from sqlalchemy import text
 
+from tenancy.settings.cache import TenantSettingsCache
 from tests.support import owner_sessions
 from tether.core.ids import TenantId
+from tether.core.settings import ProvidersSettings
 from tether.core.tenant_sessions import tenant_session
 from tether.knowledge.builtin import BuiltinRagEngine, knowledge_weights
 from tether.knowledge.errors import KnowledgeBaseNotFound
@@ -21,6 +23,7 @@ from tether.knowledge.index_cache import KnowledgeIndexCache
 from tether.knowledge.retrieval import knowledge_for_context
 from tether.providers.base import Vectors
 from tether.providers.offline import OfflineEmbeddingProvider
+from tether.recall.tenant_embedders import TenantEmbedders
 from tether.recall.weights import rank_weights
 
 pytestmark = pytest.mark.integration
@@ -46,9 +49,15 @@ class SlowEmbedder(OfflineEmbeddingProvider):
 
 def engine_for(resources, embedder=None, settings=None) -> BuiltinRagEngine:  # type: ignore[no-untyped-def]
     settings = settings or resources.settings
+    # Every tenant on the deployment's model: ``embedder``.
+    embedders = TenantEmbedders(
+        embedder or OfflineEmbeddingProvider(),
+        ProvidersSettings(),
+        TenantSettingsCache(resources.sessions, 30.0),
+    )
     return BuiltinRagEngine(
         resources.sessions,
-        embedder or OfflineEmbeddingProvider(),
+        embedders,
         rank_weights(settings),
         settings,
     )

@@ -72,3 +72,43 @@ def test_reindex_is_a_cli_command() -> None:
     args = build_parser().parse_args(["reindex", "--batch", "64", "--all"])
     assert args.batch == 64
     assert args.all is True
+
+
+async def test_reindex_keeps_each_tenant_on_its_own_model(client, make_tenant, resources) -> None:
+    """A tenant on a named embedding provider (decision 0077) is re-embedded by its own
+    model, not moved to the deployment's."""
+    own, default = await make_tenant(), await make_tenant()
+    for tenant in (own, default):
+        headers = await tenant.key("gateway")
+        resolved = await client.post("/v1/resolve", json=resolve_body("own"), headers=headers)
+        rid = resolved.json()["relationship_id"]
+        stored = await client.post(
+            f"/v1/relationships/{rid}/memories", json={"content": "cats"}, headers=headers
+        )
+        assert stored.status_code == 201, stored.text
+
+    server = FakeOpenAIServer(dimension=16).start()
+
+    def provider(model: str) -> OpenAIEmbeddingProvider:
+        endpoint = OpenAICompatibleEndpoint(server.base_url, timeout_seconds=2, max_retries=0)
+        return OpenAIEmbeddingProvider(endpoint, model=model, dimension=16, batch_size=64)
+
+    deployment, chosen = provider("deployment-model"), provider("tenant-model")
+
+    async def embedders(tenant_id: object) -> OpenAIEmbeddingProvider:
+        return chosen if str(tenant_id) == own.id else deployment
+
+    async def invalidate(scope: object) -> None:
+        return None
+
+    try:
+        await reindex(resources.sessions, deployment, invalidate, embedders=embedders)
+    finally:
+        await deployment.aclose()
+        await chosen.aclose()
+        server.stop()
+    async with owner_sessions(resources)() as session:
+        rows = await session.execute(select(Memory.tenant_id, Memory.embedding_model))
+        models = {str(t): m for t, m in rows.tuples()}
+    assert models[own.id] == "tenant-model"
+    assert models[default.id] == "deployment-model"

@@ -32,7 +32,7 @@ def _engine(resources: Resources) -> BuiltinRagEngine:
     settings = resources.settings
     return BuiltinRagEngine(
         resources.sessions,
-        services_for(resources).embedder,
+        services_for(resources).embedders,
         rank_weights(settings),
         settings,
     )

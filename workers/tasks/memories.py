@@ -37,11 +37,12 @@ async def _extract(
     tenant_id = TenantId(scope.tenant_id)
     extraction = (await services.tenant_settings.get(tenant_id)).extraction
     chat = await services.chats.for_tenant(tenant_id, extraction)
+    embedder = await services.embedders.for_tenant(tenant_id)
     async with tenant_transaction(resources.sessions, scope.tenant_id) as session:
         report = await SessionExtraction(
             session,
             scope,
-            services.embedder,
+            embedder,
             services.versions.invalidate,
             resources.settings,
             chat,

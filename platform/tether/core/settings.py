@@ -181,6 +181,11 @@ class IngestSettings(BaseModel):
     end_wait_seconds: float = Field(default=60.0, ge=0)
 
 
+# pgvector's halfvec stores at most 16,000 dimensions (an HNSW index, 4,000): a model
+# beyond it could never be stored in the untyped column (decision 0078).
+MAX_EMBEDDING_DIMENSION = 16_000
+
+
 class EmbeddingSettings(BaseModel):
     """Which embedding provider turns text into vectors (see docs/providers.md)."""
 
@@ -188,7 +193,7 @@ class EmbeddingSettings(BaseModel):
     base_url: str | None = None
     model: str | None = None
     api_key: SecretStr | None = None
-    dimension: int | None = Field(default=None, ge=1)
+    dimension: int | None = Field(default=None, ge=1, le=MAX_EMBEDDING_DIMENSION)
     timeout_seconds: float = Field(default=2.0, gt=0)
     max_retries: int = Field(default=2, ge=0)
     batch_size: int = Field(default=64, ge=1)
@@ -226,6 +231,29 @@ class NamedLlmProvider(BaseModel):
         return value
 
 
+class NamedEmbeddingProvider(BaseModel):
+    """An embedding model the deployment names, for tenants to choose by that name
+    (decision 0077). Its dimension is the operator's to state: a tenant never sends one."""
+
+    base_url: str
+    model: str = Field(max_length=64)  # stored with every vector it makes (64 characters)
+    # Above MAX_EMBEDDING_DIMENSION the process still starts, but no tenant may choose it
+    # (422): the vectors could not be stored.
+    dimension: int = Field(ge=1)
+    api_key: SecretStr | None = None
+    timeout_seconds: float = Field(default=2.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+    batch_size: int = Field(default=64, ge=1)
+
+    @field_validator("base_url")
+    @classmethod
+    def _valid_url(cls, value: str) -> str:
+        problem = url_problem(value)
+        if problem is not None:
+            raise ValueError(f"base_url {problem}")
+        return value
+
+
 class ProvidersSettings(BaseModel):
     """What tenants may choose in their settings' ``extraction`` section (decision 0075):
     ``TETHER_PROVIDERS__LLM`` is a JSON object of named chat providers, and
@@ -236,6 +264,11 @@ class ProvidersSettings(BaseModel):
         Field(default_factory=dict)
     )
     allowed_hosts: list[str] = Field(default_factory=list)
+    # ``TETHER_PROVIDERS__EMBEDDING``: named embedding models a tenant's settings'
+    # ``embedding.provider`` may choose (decision 0077).
+    embedding: dict[
+        Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")], NamedEmbeddingProvider
+    ] = Field(default_factory=dict)
 
     @field_validator("allowed_hosts")
     @classmethod

@@ -26,6 +26,7 @@ from tether.knowledge.indexing import DocumentIndexer
 from tether.providers.base import EmbeddingProvider, ProviderError
 from tether.recall.ranker import Explanation, rank
 from tether.recall.services import explanation
+from tether.recall.tenant_embedders import TenantEmbedders
 from tether.recall.text import tokenize
 from tether.recall.weights import RankWeights
 
@@ -61,23 +62,24 @@ class BuiltinRagEngine:
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],
-        embedder: EmbeddingProvider,
+        embedders: TenantEmbedders,
         weights: RankWeights,
         settings: Settings,
     ) -> None:
+        """``embedders``: each tenant's embedding model, which makes its chunks' vectors
+        and its queries' (decision 0077)."""
         self._sessions = sessions
-        self._embedder = embedder
+        self._embedders = embedders
         self._weights = knowledge_weights(weights)
         self._settings = settings
-        self._cache = KnowledgeIndexCache(sessions, self._weights, embedder.name)
+        self._cache = KnowledgeIndexCache(sessions, self._weights, embedders.default.name)
         # Work that outlives a missed deadline finishes in the background (a load then
         # serves the next query); it is referenced here until it does.
         self._background: set[asyncio.Task[Any]] = set()
 
     async def ingest(self, tenant_id: TenantId, document_id: uuid.UUID) -> IngestReport:
-        indexer = DocumentIndexer(
-            self._sessions, tenant_id, self._embedder, self._settings.knowledge
-        )
+        embedder = await self._embedders.for_tenant(tenant_id)
+        indexer = DocumentIndexer(self._sessions, tenant_id, embedder, self._settings.knowledge)
         return await indexer.run(document_id)
 
     def _task(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
@@ -92,10 +94,12 @@ class BuiltinRagEngine:
         if not task.cancelled() and task.exception() is not None:
             log.warning("knowledge background work failed: %r", task.exception())
 
-    async def _embed(self, query: str) -> npt.NDArray[np.float32] | None:
+    async def _embed(
+        self, query: str, embedder: EmbeddingProvider
+    ) -> npt.NDArray[np.float32] | None:
         timeout = self._settings.embedding.query_timeout_ms / 1000
         try:
-            vectors = await asyncio.wait_for(self._embedder.embed([query]), timeout)
+            vectors = await asyncio.wait_for(embedder.embed([query]), timeout)
         except (ProviderError, TimeoutError) as exc:
             log.warning("knowledge query embedding unavailable: %s", type(exc).__name__)
             return None
@@ -112,8 +116,9 @@ class BuiltinRagEngine:
     ) -> KnowledgeResult:
         started = time.perf_counter()
         result = KnowledgeResult(knowledge_base_id)
-        loading = self._task(self._cache.view(tenant_id, knowledge_base_id))
-        embedding = self._task(self._embed(query))
+        embedder = await self._embedders.for_tenant(tenant_id)
+        loading = self._task(self._cache.view(tenant_id, knowledge_base_id, embedder.name))
+        embedding = self._task(self._embed(query, embedder))
         tokens = tokenize(query)
         try:
             async with asyncio.timeout(None if timeout_ms is None else timeout_ms / 1000):

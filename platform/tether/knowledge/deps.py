@@ -12,7 +12,7 @@ from tether.knowledge.builtin import BuiltinRagEngine
 from tether.knowledge.documents import DocumentService
 from tether.knowledge.queries import KnowledgeQueryService
 from tether.knowledge.services import KnowledgeBaseService
-from tether.providers.base import EmbeddingProvider
+from tether.recall.tenant_embedders import TenantEmbedders
 from tether.recall.weights import rank_weights
 
 _ENGINE = "knowledge_engine"
@@ -24,11 +24,11 @@ def knowledge_engine(state: State) -> BuiltinRagEngine:
     resources: Resources = state.resources
     made: tuple[Resources, BuiltinRagEngine] | None = state.get(_ENGINE)
     if made is None or made[0] is not resources:
-        embedder: EmbeddingProvider = state.embedder
+        embedders: TenantEmbedders = state.embedders
         settings = resources.settings
         engine = BuiltinRagEngine(
             resources.sessions,
-            embedder,
+            embedders,
             rank_weights(settings),
             settings,
         )

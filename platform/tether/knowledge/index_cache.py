@@ -194,6 +194,9 @@ def _build(version: int, parts: Sequence[_Part], weights: RankWeights) -> BaseVi
     return BaseView(version, records, PartitionIndex.build(docs, weights))
 
 
+_ViewKey = tuple[TenantId, uuid.UUID, str | None]
+
+
 class KnowledgeIndexCache:
     """Per-process views of knowledge bases, keyed by tenant and base."""
 
@@ -204,16 +207,23 @@ class KnowledgeIndexCache:
         embedding_model: str | None,
         max_chunks: int = MAX_CACHED_CHUNKS,
     ) -> None:
+        """``embedding_model``: the model of views that name none (None: any)."""
         self._sessions = sessions
         self._weights = weights
         self._model = embedding_model
-        self._views: _Lru[tuple[TenantId, uuid.UUID], BaseView] = _Lru(max_chunks)
-        self._parts: _Lru[tuple[uuid.UUID, datetime], _Part] = _Lru(max_chunks)
-        self._loading: dict[tuple[TenantId, uuid.UUID], _Loading] = {}
+        # Keyed by the model too: a tenant's view under one model never serves another's
+        # query vectors (decision 0077).
+        self._views: _Lru[_ViewKey, BaseView] = _Lru(max_chunks)
+        self._parts: _Lru[tuple[uuid.UUID, datetime, str | None], _Part] = _Lru(max_chunks)
+        self._loading: dict[_ViewKey, _Loading] = {}
 
-    async def view(self, tenant_id: TenantId, base_id: uuid.UUID) -> BaseView:
-        """The current view of the base (empty if it does not exist in this tenant)."""
-        key = (tenant_id, base_id)
+    async def view(
+        self, tenant_id: TenantId, base_id: uuid.UUID, model: str | None = None
+    ) -> BaseView:
+        """The current view of the base (empty if it does not exist in this tenant), with
+        the vectors of ``model`` (the cache's own if None)."""
+        model = self._model if model is None else model
+        key = (tenant_id, base_id, model)
         async with tenant_session(self._sessions, tenant_id) as session:
             version = await KnowledgeBaseRepository(session, tenant_id).version(base_id)
         if version is None:
@@ -223,17 +233,18 @@ class KnowledgeIndexCache:
             return cached
         loading = self._loading.get(key)
         if loading is None or loading.after_version < version:
-            task = asyncio.get_running_loop().create_task(self._load(tenant_id, base_id))
+            load = self._load(tenant_id, base_id, model)
+            task = asyncio.get_running_loop().create_task(load)
             loading = self._loading[key] = _Loading(version, task)
             task.add_done_callback(lambda _: self._forget(key, task))
         return await loading.task
 
-    def _forget(self, key: tuple[TenantId, uuid.UUID], task: asyncio.Task[BaseView]) -> None:
+    def _forget(self, key: _ViewKey, task: asyncio.Task[BaseView]) -> None:
         current = self._loading.get(key)
         if current is not None and current.task is task:
             del self._loading[key]
 
-    async def _load(self, tenant_id: TenantId, base_id: uuid.UUID) -> BaseView:
+    async def _load(self, tenant_id: TenantId, base_id: uuid.UUID, model: str | None) -> BaseView:
         async with tenant_session(self._sessions, tenant_id) as session:
             # One snapshot: the version and the chunks read belong together.
             await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
@@ -242,17 +253,18 @@ class KnowledgeIndexCache:
             held = {
                 d.id: part
                 for d in documents
-                if (part := self._parts.get((d.id, d.indexed_at))) is not None
+                if (part := self._parts.get((d.id, d.indexed_at, model))) is not None
             }
             missing = [d.id for d in documents if d.id not in held]
             chunks = ChunkRepository(session, tenant_id)
             rows = await chunks.of_documents(missing) if missing else []
         fresh, view = await anyio.to_thread.run_sync(
-            _assemble, version or 0, documents, held, rows, self._model, self._weights
+            _assemble, version or 0, documents, held, rows, model, self._weights
         )
         for document in documents:
             if document.id in fresh:
                 part = fresh[document.id]
-                self._parts.put((document.id, document.indexed_at), part, len(part.records) + 1)
-        self._views.put((tenant_id, base_id), view, len(view.records) + 1)
+                part_key = (document.id, document.indexed_at, model)
+                self._parts.put(part_key, part, len(part.records) + 1)
+        self._views.put((tenant_id, base_id, model), view, len(view.records) + 1)
         return view

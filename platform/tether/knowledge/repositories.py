@@ -210,3 +210,76 @@ class ChunkRepository(TenantScopedRepository[KnowledgeChunk]):
             .order_by(KnowledgeChunk.document_id, KnowledgeChunk.ordinal)
         )
         return [ChunkRow(*row) for row in await self._session.execute(statement)]
+
+
+class StaleChunk(NamedTuple):
+    id: uuid.UUID
+    knowledge_base_id: uuid.UUID
+    document_id: uuid.UUID
+    section: str | None
+    text: str
+
+
+class ChunkVectorRepository(TenantScopedRepository[KnowledgeChunk]):
+    """The statements of a tenant's re-embed (decision 0079): chunks whose vector another
+    model made (or none), found by keyset and given the new model's."""
+
+    model = KnowledgeChunk
+
+    def _stale(self, model: str) -> list[Any]:
+        return [
+            KnowledgeChunk.tenant_id == self._tenant_id,
+            KnowledgeChunk.embedding_model.is_distinct_from(model)
+            | KnowledgeChunk.embedding.is_(None),
+        ]
+
+    async def count_stale(self, model: str) -> int:
+        statement = select(func.count()).select_from(KnowledgeChunk).where(*self._stale(model))
+        return int((await self._session.execute(statement)).scalar_one())
+
+    async def stale(self, model: str, after: uuid.UUID | None, limit: int) -> list[StaleChunk]:
+        statement = (
+            select(
+                KnowledgeChunk.id,
+                KnowledgeChunk.knowledge_base_id,
+                KnowledgeChunk.document_id,
+                KnowledgeChunk.section,
+                KnowledgeChunk.text,
+            )
+            .where(*self._stale(model))
+            .order_by(KnowledgeChunk.id)
+            .limit(limit)
+        )
+        if after is not None:  # keyset: never revisits a chunk in this run
+            statement = statement.where(KnowledgeChunk.id > after)
+        return [StaleChunk(*row) for row in await self._session.execute(statement)]
+
+    async def set_vector(self, chunk_id: uuid.UUID, vector: Any, model: str) -> None:
+        statement = (
+            update(KnowledgeChunk)
+            .where(KnowledgeChunk.tenant_id == self._tenant_id, KnowledgeChunk.id == chunk_id)
+            .values(embedding=vector, embedding_model=model)
+        )
+        await self._session.execute(statement)
+
+    async def mark_reembedded(self, document_ids: Sequence[uuid.UUID]) -> None:
+        """The documents' in-process views are stale (they are keyed by ``indexed_at``),
+        and their count of embedded chunks is recounted."""
+        embedded = (
+            select(func.count())
+            .where(
+                KnowledgeChunk.document_id == KnowledgeDocument.id,
+                KnowledgeChunk.embedding.is_not(None),
+            )
+            .scalar_subquery()
+        )
+        statement = (
+            update(KnowledgeDocument)
+            .where(
+                KnowledgeDocument.tenant_id == self._tenant_id,
+                KnowledgeDocument.id.in_(document_ids),
+                KnowledgeDocument.indexed_at.is_not(None),
+            )
+            .values(indexed_at=func.now(), embedded_chunks=embedded)
+        )
+        await self._session.execute(statement)

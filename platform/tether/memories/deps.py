@@ -12,8 +12,8 @@ from tenancy.relationships.directory import RelationshipDirectory
 from tether.core.settings import Settings
 from tether.memories.conflicts import ConflictService
 from tether.memories.services import MemoryService
-from tether.providers.base import EmbeddingProvider
 from tether.recall.store import PartitionStore
+from tether.recall.tenant_embedders import TenantEmbedders
 
 
 def provide_memory_service(
@@ -35,14 +35,14 @@ def _memory_service(
     support_view: bool,
 ) -> MemoryService:
     enforcer: PolicyEnforcer = state.policy.for_tenant(principal.tenant_id)
-    embedder: EmbeddingProvider = state.embedder
+    embedders: TenantEmbedders = state.embedders
     store: PartitionStore = state.partitions
     return MemoryService(
         db_session,
         relationship_directory,
         principal,
         enforcer,
-        embedder,
+        embedders,
         store.invalidate,
         settings,
         state.quotas,

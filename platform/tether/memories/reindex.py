@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, func, or_, select, tuple_, update
@@ -120,23 +120,66 @@ async def reindex(
     batch: int = 256,
     everything: bool = False,
     report: Callable[[Progress], None] = lambda _: None,
+    embedders: Callable[[TenantId], Awaitable[EmbeddingProvider]] | None = None,
 ) -> Progress:
     """Recompute tokens and vectors of every memory not made by ``embedder`` (or of all
     of them with ``everything``), one tenant after another (each under row-level
-    security), ``batch`` rows per transaction."""
-    tenants = await _tenants(sessions)
-    total = sum([await _count(sessions, t, embedder, everything) for t in tenants])
+    security), ``batch`` rows per transaction. ``embedders``: each tenant's own model
+    (decision 0077), so that a tenant on a named provider keeps its vectors."""
+
+    async def model_of(tenant_id: TenantId) -> EmbeddingProvider:
+        return embedder if embedders is None else await embedders(tenant_id)
+
+    tenants = [(t, await model_of(t)) for t in await _tenants(sessions)]
+    total = sum([await _count(sessions, t, chosen, everything) for t, chosen in tenants])
     progress = Progress(0, total, time.monotonic())
-    for tenant_id in tenants:
-        after: tuple[uuid.UUID, uuid.UUID] | None = None
-        while True:
-            async with tenant_transaction(sessions, tenant_id) as session:
-                done = await _batch(session, embedder, everything, batch, after)
-            if not done:
-                break
-            for relationship_id in {relationship_id for relationship_id, _ in done}:
-                await invalidate(RelationshipScope(tenant_id, RelationshipId(relationship_id)))
-            after = done[-1]
-            progress.done += len(done)
-            report(progress)
+
+    async def each(current: Progress) -> None:
+        report(current)
+
+    for tenant_id, chosen in tenants:
+        await reindex_tenant(
+            sessions,
+            tenant_id,
+            chosen,
+            invalidate,
+            progress,
+            batch=batch,
+            everything=everything,
+            report=each,
+        )
     return progress
+
+
+async def count_tenant(
+    sessions: async_sessionmaker[AsyncSession], tenant_id: TenantId, embedder: EmbeddingProvider
+) -> int:
+    """How many memories of the tenant ``embedder`` did not make."""
+    return await _count(sessions, tenant_id, embedder, False)
+
+
+async def reindex_tenant(
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: TenantId,
+    embedder: EmbeddingProvider,
+    invalidate: Invalidate,
+    progress: Progress,
+    *,
+    batch: int = 256,
+    everything: bool = False,
+    report: Callable[[Progress], Awaitable[None]] | None = None,
+) -> Progress:
+    """:func:`reindex` for one tenant (a tenant's own re-embed run, decision 0079):
+    ``progress.done`` grows by each committed batch, which ``report`` is told of."""
+    after: tuple[uuid.UUID, uuid.UUID] | None = None
+    while True:
+        async with tenant_transaction(sessions, tenant_id) as session:
+            done = await _batch(session, embedder, everything, batch, after)
+        if not done:
+            return progress
+        for relationship_id in {relationship_id for relationship_id, _ in done}:
+            await invalidate(RelationshipScope(tenant_id, RelationshipId(relationship_id)))
+        after = done[-1]
+        progress.done += len(done)
+        if report is not None:
+            await report(progress)

@@ -21,6 +21,7 @@ from tenancy.ids import RelationshipScope
 from tenancy.limits.quotas import Quotas
 from tenancy.limits.values import LimitName
 from tenancy.relationships.directory import RelationshipCard, RelationshipDirectory
+from tether.core.ids import TenantId
 from tether.core.pagination import decode_cursor, next_cursor
 from tether.core.settings import Settings
 from tether.memories import schemas as s
@@ -37,9 +38,9 @@ from tether.memories.usage import stored_memories
 from tether.memories.writer import Invalidate, MemoryWriter, NewMemory
 from tether.privacy.filter import PrivacyFilter
 from tether.privacy.tenant_filters import TenantFilters
-from tether.providers.base import EmbeddingProvider
 from tether.recall.models import Memory, active_now
 from tether.recall.services import may_see_private
+from tether.recall.tenant_embedders import TenantEmbedders
 from tether.turns.repositories import TurnRepository
 
 MEMORIES = LimitName.MEMORIES
@@ -114,7 +115,7 @@ class MemoryService:
         directory: RelationshipDirectory,
         principal: Principal,
         enforcer: PolicyEnforcer,
-        embedder: EmbeddingProvider,
+        embedders: TenantEmbedders,
         invalidate: Invalidate,
         settings: Settings,
         quotas: Quotas,
@@ -130,7 +131,7 @@ class MemoryService:
         self._directory = directory
         self._principal = principal
         self._enforcer = enforcer
-        self._embedder = embedder
+        self._embedders = embedders
         self._invalidate = invalidate
         self._settings = settings
         self._quotas = quotas
@@ -152,10 +153,12 @@ class MemoryService:
     async def _filter(self, scope: RelationshipScope) -> PrivacyFilter:
         return await self._privacy.for_tenant(self._session, scope.tenant_id)
 
-    def _writer(self, scope: RelationshipScope) -> MemoryWriter:
+    async def _writer(self, scope: RelationshipScope) -> MemoryWriter:
         actor = f"key:{self._principal.key_id}"
         by = Actor.of(self._principal)
-        return MemoryWriter(self._session, scope, self._embedder, self._invalidate, actor, by)
+        # The tenant's embedding model (decision 0077), from the cached settings.
+        embedder = await self._embedders.for_tenant(TenantId(scope.tenant_id))
+        return MemoryWriter(self._session, scope, embedder, self._invalidate, actor, by)
 
     def _visible(self, reach: _Reach) -> list[ColumnElement[bool]]:
         found: list[ColumnElement[bool]] = (
@@ -315,7 +318,7 @@ class MemoryService:
             )
             for item in items
         ]
-        writer = self._writer(scope)
+        writer = await self._writer(scope)
         recount = partial(stored_memories, self._session, scope.tenant_id)
         async with self._quotas.hold(scope.tenant_id, MEMORIES, len(new), recount) as held:
             inserted = await writer.create(new, reason="created through the API")
@@ -386,7 +389,7 @@ class MemoryService:
                 errors=[{"field": "body", "message": "name at least one field to change"}],
             )
         values["provenance"] = data.provenance  # a manual edit: the pipeline keeps it
-        memory = await self._writer(scope).change(
+        memory = await (await self._writer(scope)).change(
             memory, "edited", data.reason or "edited through the API", **values
         )
         return read(memory)
@@ -399,7 +402,7 @@ class MemoryService:
         memory = await self._require(reach, memory_id, for_update=True)
         reason = await mask_reason(await self._filter(scope), reason)
         if memory.is_active:
-            memory = await self._writer(scope).change(
+            memory = await (await self._writer(scope)).change(
                 memory, "deactivated", reason or "deactivated through the API", is_active=False
             )
         return read(memory)
@@ -408,7 +411,7 @@ class MemoryService:
         reach = await self._read(relationship_id)
         scope = reach.scope
         memory = await self._require(reach, memory_id, for_update=True)
-        await self._writer(scope).change(
+        await (await self._writer(scope)).change(
             memory,
             "deleted",
             "deleted through the API",

@@ -10,13 +10,13 @@ from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.principal import Principal
 from tenancy.relationships.directory import RelationshipDirectory
 from tether.core.resources import Resources
-from tether.providers.base import EmbeddingProvider
 from tether.recall.cold import ColdReader
 from tether.recall.local import LocalCopies
 from tether.recall.reinforcement import ReinforcementBuffer
 from tether.recall.search import SearchService
 from tether.recall.services import Recall
 from tether.recall.store import PartitionStore
+from tether.recall.tenant_embedders import TenantEmbedders
 from tether.recall.versions import PartitionVersions
 from tether.recall.weights import rank_weights
 
@@ -41,10 +41,10 @@ def provide_recall(
     state: State, db_session: NamedDependency[AsyncSession], resources: NamedDependency[Resources]
 ) -> Recall:
     store: PartitionStore = state.partitions
-    embedder: EmbeddingProvider = state.embedder
+    embedders: TenantEmbedders = state.embedders
     settings = resources.settings
     reinforcement: ReinforcementBuffer = state.reinforcement
-    return Recall(db_session, store, embedder, reinforcement, rank_weights(settings), settings)
+    return Recall(db_session, store, embedders, reinforcement, rank_weights(settings), settings)
 
 
 def provide_search_service(

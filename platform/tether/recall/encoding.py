@@ -34,6 +34,8 @@ class Blob(msgspec.Struct, array_like=True):
     has_vector: bytes  # bool
     dimension: int  # 0: no vectors
     vectors: bytes  # float16 rows, zero where a memory has none
+    # The model of the vectors ("": any or none); last, so older copies still decode.
+    embedding_model: str = ""
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -69,6 +71,7 @@ def encode(layout: str, partition: Partition) -> bytes:
             has_vector=index.has_vector.tobytes(),
             dimension=0 if matrix is None else int(matrix.shape[1]),
             vectors=b"" if matrix is None else matrix.astype(np.float16).tobytes(),
+            embedding_model=partition.embedding_model or "",
         )
     )
 
@@ -119,4 +122,5 @@ def decode(raw: bytes, layout: str, window: int) -> Partition | None:
         version=blob.version,
         source="hot",
         texts=Texts(*blob.texts),
+        embedding_model=blob.embedding_model or None,
     )

@@ -80,6 +80,9 @@ class Partition:
     terms: tuple[str, ...] | None = None  # read for one query: the terms it ranks
     similarity: Vector | None = None  # read for one query: its cosine to each memory
     read_at: datetime | None = None  # read for one query: the moment of the read
+    # The model of its vectors (None: any, or none at all); only a query embedded by
+    # that model is compared with them (decision 0077).
+    embedding_model: str | None = None
 
     @property
     def size(self) -> int:

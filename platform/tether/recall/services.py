@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenancy.access.policy import PolicyEnforcer
 from tenancy.access.principal import Principal
 from tenancy.ids import RelationshipScope
+from tether.core.ids import TenantId
 from tether.core.instruments import record_recall
 from tether.core.settings import Settings
 from tether.core.telemetry import annotate, traced
@@ -31,6 +32,7 @@ from tether.recall.ranker import Explanation, rank
 from tether.recall.reinforcement import ReinforcementBuffer
 from tether.recall.schemas import ExplanationRead, SearchHit
 from tether.recall.store import PartitionStore
+from tether.recall.tenant_embedders import TenantEmbedders
 from tether.recall.text import tokenize
 from tether.recall.weights import RankWeights
 
@@ -109,23 +111,25 @@ class Recall:
         self,
         session: AsyncSession,
         store: PartitionStore,
-        embedder: EmbeddingProvider,
+        embedders: TenantEmbedders,
         reinforcement: ReinforcementBuffer,
         weights: RankWeights,
         settings: Settings,
     ) -> None:
         self._session = session
         self._store = store
-        self._embedder = embedder
+        self._embedders = embedders
         self._reinforcement = reinforcement
         self._weights = weights
         self._settings = settings
 
     @traced("recall.embed")
-    async def _embed(self, query: str) -> npt.NDArray[np.float32] | None:
+    async def _embed(
+        self, query: str, embedder: EmbeddingProvider
+    ) -> npt.NDArray[np.float32] | None:
         timeout = self._settings.embedding.query_timeout_ms / 1000
         try:
-            vectors = await asyncio.wait_for(self._embedder.embed([query]), timeout)
+            vectors = await asyncio.wait_for(embedder.embed([query]), timeout)
         except (ProviderError, TimeoutError) as exc:
             log.warning(
                 "query embedding unavailable, recall is lexical only: %s", type(exc).__name__
@@ -150,17 +154,22 @@ class Recall:
         dry run: the console's playground) leaves their strength as it was."""
         started = time.perf_counter()
         embedded_at: list[float] = []
+        # The tenant's model (decision 0077): the query is embedded by it, and only
+        # vectors it made are compared with the query's.
+        embedder = await self._embedders.for_tenant(TenantId(scope.tenant_id))
 
         async def embed() -> npt.NDArray[np.float32] | None:
             try:
-                return await self._embed(query)
+                return await self._embed(query, embedder)
             finally:  # when it finished, not when recall got to it (after a cold read)
                 embedded_at.append(_ms(started))
 
         embedding = asyncio.ensure_future(embed())
         tokens = expand(tokenize(query))  # paraphrases and the other language (0054)
         try:
-            partition, redis_down = await self._store.load(self._session, scope, embedding, tokens)
+            partition, redis_down = await self._store.load(
+                self._session, scope, embedding, tokens, embedder.name
+            )
         except BaseException:
             embedding.cancel()
             raise

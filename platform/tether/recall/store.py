@@ -101,21 +101,29 @@ class PartitionStore:
         scope: RelationshipScope,
         query_vector: Awaitable[Vector | None],
         query_tokens: Sequence[str],
+        model: str | None = None,
     ) -> tuple[Partition, bool]:
         """The partition to rank the query of ``query_tokens`` with, and whether Redis
-        was unavailable. ``query_vector`` is awaited only on a cold read."""
+        was unavailable. ``query_vector`` is awaited only on a cold read. ``model``: the
+        model of the query's vector (the tenant's); a copy holding another model's
+        vectors is a miss, never compared (decision 0077)."""
         key = (scope.tenant_id, scope.relationship_id)
+        model = self._cold.model_of(model)
         try:
             holds_none = self._local.get(key, LOCAL_MAX_AGE_SECONDS) is None
             version, maybe_copy = await self.versions.current(scope, holds_none)
             # Looked up again: a fill may have kept a newer copy during the round trip.
             local = self._local.get(key, LOCAL_MAX_AGE_SECONDS)
-            if local is not None and local.partition.version == version:
+            if (
+                local is not None
+                and local.partition.version == version
+                and local.partition.embedding_model == model
+            ):
                 self.stats.local += 1
                 await self._touch(local, scope)
                 return replace(local.partition, source="local"), False
             hot = await self._from_redis_once(scope, version) if maybe_copy else None
-            if hot is not None:
+            if hot is not None and hot.embedding_model == model:
                 self._local.put(key, hot)
                 self.stats.hot += 1
                 return hot, False
@@ -126,11 +134,13 @@ class PartitionStore:
                 # A slow read alone says nothing about them.
                 self._local.clear()
             self.stats.cold += 1
-            cold = await self._cold.for_query(session, scope, query_vector, "", query_tokens)
+            cold = await self._cold.for_query(session, scope, query_vector, "", query_tokens, model)
             return cold, True
         self.stats.cold += 1
-        cold = await self._cold.for_query(session, scope, query_vector, version, query_tokens)
-        self._fill_later(scope, version)
+        cold = await self._cold.for_query(
+            session, scope, query_vector, version, query_tokens, model
+        )
+        self._fill_later(scope, version, model)
         return cold, False
 
     async def recalled(
@@ -173,15 +183,16 @@ class PartitionStore:
         raw = await self._bulk.getex(partition_keys(scope)[1], ex=self._ttl)
         return None if raw is None else encoding.decode(as_bytes(raw), self._layout, self._window)
 
-    def _fill_later(self, scope: RelationshipScope, version: str) -> None:
+    def _fill_later(self, scope: RelationshipScope, version: str, model: str | None) -> None:
         key = (scope.tenant_id, scope.relationship_id)
         if key in self._filling or len(self._filling) >= FILLS_AT_ONCE + FILLS_WAITING:
             return
-        task = spawn(self._fill(scope, version), "hot partition fill", after_response=True)
+        fill = self._fill(scope, version, model)
+        task = spawn(fill, "hot partition fill", after_response=True)
         self._filling[key] = task
         task.add_done_callback(lambda _: self._filling.pop(key, None))
 
-    async def _fill(self, scope: RelationshipScope, version: str) -> None:
+    async def _fill(self, scope: RelationshipScope, version: str, model: str | None) -> None:
         """Read the whole partition a request read for its query at ``version``, and keep
         it in this process and in Redis (off the request that found it cold)."""
         async with self._fill_slots:
@@ -189,7 +200,7 @@ class PartitionStore:
                 if not await self.versions.still(scope, version):
                     return  # written to while this fill waited: the copy would be stale
                 async with tenant_session(self._sessions, TenantId(scope.tenant_id)) as session:
-                    whole = await self._cold.whole(session, scope, version)
+                    whole = await self._cold.whole(session, scope, version, model)
             except (*DATABASE_ERRORS, RedisError) as exc:
                 log.warning("hot partition not filled: %s", exc)
                 return

@@ -42,10 +42,12 @@ def _cmd_backup(settings: Settings, args: argparse.Namespace) -> int:
 async def _reindex(live: Settings) -> int:
     """Recompute vectors the configured embedding model did not make (none, when the
     backup came from a deployment with the same model)."""
+    from tenancy.settings.cache import TenantSettingsCache
     from tether.core.resources import open_resources
     from tether.memories.reindex import Progress, reindex
     from tether.providers.configured import embedding_provider
     from tether.recall.services import warm_up
+    from tether.recall.tenant_embedders import TenantEmbedders
     from tether.recall.versions import PartitionVersions
 
     embedder = embedding_provider(live)
@@ -59,7 +61,19 @@ async def _reindex(live: Settings) -> int:
     try:
         async with open_resources(live) as resources:
             versions = PartitionVersions(resources.hot_redis, resources.redis, retry=False)
-            done = await reindex(resources.sessions, embedder, versions.invalidate, report=show)
+            # Tenants on a named embedding provider are re-embedded by theirs.
+            cache = TenantSettingsCache(resources.sessions, 3600.0)
+            embedders = TenantEmbedders(embedder, live.providers, cache)
+            try:
+                done = await reindex(
+                    resources.sessions,
+                    embedder,
+                    versions.invalidate,
+                    report=show,
+                    embedders=embedders.for_tenant,
+                )
+            finally:
+                await embedders.aclose()
     finally:
         await embedder.aclose()
     bar.finish()

@@ -1,0 +1,1 @@
+"""Per-tenant re-embed runs after a change of embedding model (decision 0079)."""
