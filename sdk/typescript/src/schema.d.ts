@@ -1210,6 +1210,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenant/reembed-runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List reembed runs
+         * @description The re-embeds a change of the embedding model started: status, model, and
+         *     memories and knowledge chunks done of total (decision 0079).
+         */
+        get: operations["ListReembedRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tenant/retention-runs": {
         parameters: {
             query?: never;
@@ -1265,8 +1286,8 @@ export interface paths {
         /**
          * Get tenant settings
          * @description The settings in force (retention, ownership, context, knowledge, extraction,
-         *     privacy; and the limits of /v1/tenant/limits, read only); the ETag is what a
-         *     PUT sends.
+         *     privacy, embedding; and the limits of /v1/tenant/limits, read only); the ETag is
+         *     what a PUT sends.
          */
         get: operations["GetTenantSettings"];
         /**
@@ -1861,6 +1882,10 @@ export interface components {
         DocumentUpload: {
             /** Format: binary */
             file: string;
+        };
+        /** EmbeddingTenantSettings */
+        EmbeddingTenantSettings: {
+            provider?: string | null;
         };
         /** ErasureRequest */
         ErasureRequest: {
@@ -2519,6 +2544,29 @@ export interface components {
             text: string;
             turn_ids: string[];
         };
+        /** ReembedRunList */
+        ReembedRunList: {
+            items: components["schemas"]["ReembedRunRead"][];
+        };
+        /** ReembedRunRead */
+        ReembedRunRead: {
+            chunks_done: number;
+            chunks_total: number;
+            /** Format: date-time */
+            created_at: string;
+            dimension: number | null;
+            error: string | null;
+            finished_at: string | null;
+            id: string;
+            memories_done: number;
+            memories_total: number;
+            model: string | null;
+            provider: string | null;
+            settings_version: number;
+            /** @enum {string} */
+            status: "pending" | "running" | "done" | "failed" | "superseded";
+            updated_at: string | null;
+        };
         /** RelationshipPage */
         RelationshipPage: {
             items: components["schemas"]["RelationshipRead"][];
@@ -2742,6 +2790,7 @@ export interface components {
         /** TenantSettingsRead */
         TenantSettingsRead: {
             context: components["schemas"]["ContextTenantSettings"];
+            embedding: components["schemas"]["EmbeddingTenantSettings"];
             extraction: components["schemas"]["ExtractionTenantSettings"];
             knowledge: components["schemas"]["KnowledgeTenantSettings"];
             limits: components["schemas"]["TenantLimitsRead"];
@@ -2755,6 +2804,7 @@ export interface components {
         /** TenantSettingsWrite */
         TenantSettingsWrite: {
             context?: components["schemas"]["ContextTenantSettings"];
+            embedding?: components["schemas"]["EmbeddingTenantSettings"];
             extraction?: components["schemas"]["ExtractionTenantSettings"];
             knowledge?: components["schemas"]["KnowledgeTenantSettings"];
             ownership?: components["schemas"]["OwnershipSettings"];
@@ -9637,6 +9687,81 @@ export interface operations {
             };
             /** @description The tenant's data lives in another region; this deployment refuses its writes (`wrong_region`). */
             421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ListReembedRuns: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReembedRunList"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -2219,6 +2219,26 @@ PutTenantSettings: Operation[m.TenantSettingsRead] = Operation(
 )
 
 
+class ListReembedRunsParams(msgspec.Struct, kw_only=True):
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
+
+
+ListReembedRuns: Operation[m.ReembedRunList] = Operation(
+    op_id="ListReembedRuns",
+    method="GET",
+    path="/v1/tenant/reembed-runs",
+    params=ListReembedRunsParams,
+    where={"limit": "query"},
+    wire_names={},
+    body=None,
+    body_kind="none",
+    response=m.ReembedRunList,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
 ListRetentionRuns: Operation[m.RetentionRunList] = Operation(
     op_id="ListRetentionRuns",
     method="GET",
@@ -2607,6 +2627,7 @@ OPERATIONS: dict[str, Operation[Any]] = {
     "ListOwnershipEvents": ListOwnershipEvents,
     "ListPersonaProfileHistory": ListPersonaProfileHistory,
     "ListPersonas": ListPersonas,
+    "ListReembedRuns": ListReembedRuns,
     "ListRelationships": ListRelationships,
     "ListRetentionRuns": ListRetentionRuns,
     "ListTurns": ListTurns,

@@ -1551,8 +1551,8 @@ class TenantSettingsResource(SyncResource):
         """Get tenant settings.
 
         The settings in force (retention, ownership, context, knowledge, extraction,
-        privacy; and the limits of /v1/tenant/limits, read only); the ETag is what a
-        PUT sends.
+        privacy, embedding; and the limits of /v1/tenant/limits, read only); the
+        ETag is what a PUT sends.
         """
         return self._core.call(ops.GetTenantSettings, {}, None, timeout)
 
@@ -1560,6 +1560,7 @@ class TenantSettingsResource(SyncResource):
         self,
         *,
         context: m.ContextTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
+        embedding: m.EmbeddingTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         extraction: m.ExtractionTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         knowledge: m.KnowledgeTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         ownership: m.OwnershipSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
@@ -1580,6 +1581,7 @@ class TenantSettingsResource(SyncResource):
             {"if_match": if_match},
             {
                 "context": context,
+                "embedding": embedding,
                 "extraction": extraction,
                 "knowledge": knowledge,
                 "ownership": ownership,
@@ -1589,6 +1591,16 @@ class TenantSettingsResource(SyncResource):
             },
             timeout,
         )
+
+    def reembed_runs(
+        self, *, limit: int | None = None, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.ReembedRunList:
+        """List reembed runs.
+
+        The re-embeds a change of the embedding model started: status, model, and memories
+        and knowledge chunks done of total (decision 0079).
+        """
+        return self._core.call(ops.ListReembedRuns, {"limit": limit}, None, timeout)
 
     def retention_runs(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.RetentionRunList:
         """List retention runs.
@@ -3337,8 +3349,8 @@ class AsyncTenantSettingsResource(AsyncResource):
         """Get tenant settings.
 
         The settings in force (retention, ownership, context, knowledge, extraction,
-        privacy; and the limits of /v1/tenant/limits, read only); the ETag is what a
-        PUT sends.
+        privacy, embedding; and the limits of /v1/tenant/limits, read only); the
+        ETag is what a PUT sends.
         """
         return await self._core.call(ops.GetTenantSettings, {}, None, timeout)
 
@@ -3346,6 +3358,7 @@ class AsyncTenantSettingsResource(AsyncResource):
         self,
         *,
         context: m.ContextTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
+        embedding: m.EmbeddingTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         extraction: m.ExtractionTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         knowledge: m.KnowledgeTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         ownership: m.OwnershipSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
@@ -3366,6 +3379,7 @@ class AsyncTenantSettingsResource(AsyncResource):
             {"if_match": if_match},
             {
                 "context": context,
+                "embedding": embedding,
                 "extraction": extraction,
                 "knowledge": knowledge,
                 "ownership": ownership,
@@ -3375,6 +3389,16 @@ class AsyncTenantSettingsResource(AsyncResource):
             },
             timeout,
         )
+
+    async def reembed_runs(
+        self, *, limit: int | None = None, timeout: float | None | NotGiven = NOT_GIVEN
+    ) -> m.ReembedRunList:
+        """List reembed runs.
+
+        The re-embeds a change of the embedding model started: status, model, and memories
+        and knowledge chunks done of total (decision 0079).
+        """
+        return await self._core.call(ops.ListReembedRuns, {"limit": limit}, None, timeout)
 
     async def retention_runs(
         self, *, timeout: float | None | NotGiven = NOT_GIVEN

@@ -46,6 +46,7 @@ __all__ = [
     "DocumentRead",
     "DocumentStatus",
     "DocumentUpload",
+    "EmbeddingTenantSettings",
     "ErasureRequest",
     "ErasureResult",
     "ExplanationRead",
@@ -121,6 +122,8 @@ __all__ = [
     "RecapPlan",
     "RecapSession",
     "RecapTopic",
+    "ReembedRunList",
+    "ReembedRunRead",
     "RelationshipPage",
     "RelationshipRead",
     "RelationshipUpdate",
@@ -504,6 +507,13 @@ DocumentStatus: TypeAlias = str
 
 class DocumentUpload(msgspec.Struct, kw_only=True, omit_defaults=True):
     file: bytes
+
+
+class EmbeddingTenantSettings(msgspec.Struct, kw_only=True, omit_defaults=True):
+    provider: (
+        Annotated[str, msgspec.Meta(max_length=64, pattern="^[a-z0-9][a-z0-9._-]{0,63}$(?!\\n)")]
+        | None
+    ) = msgspec.field(default=None)
 
 
 class ErasureRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1188,6 +1198,27 @@ class RecapTopic(msgspec.Struct, kw_only=True, omit_defaults=True):
     turn_ids: list[str]
 
 
+class ReembedRunList(msgspec.Struct, kw_only=True, omit_defaults=True):
+    items: list[ReembedRunRead]
+
+
+class ReembedRunRead(msgspec.Struct, kw_only=True, omit_defaults=True):
+    chunks_done: int
+    chunks_total: int
+    created_at: datetime
+    dimension: int | None
+    error: str | None
+    finished_at: datetime | None
+    id: str
+    memories_done: int
+    memories_total: int
+    model: str | None
+    provider: str | None
+    settings_version: int
+    status: str
+    updated_at: datetime | None
+
+
 class RelationshipPage(msgspec.Struct, kw_only=True, omit_defaults=True):
     items: list[RelationshipRead]
     next_cursor: str | None
@@ -1393,6 +1424,7 @@ class TenantPolicyRules(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class TenantSettingsRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     context: ContextTenantSettings
+    embedding: EmbeddingTenantSettings
     extraction: ExtractionTenantSettings
     knowledge: KnowledgeTenantSettings
     limits: TenantLimitsRead
@@ -1406,6 +1438,7 @@ class TenantSettingsRead(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class TenantSettingsWrite(msgspec.Struct, kw_only=True, omit_defaults=True):
     context: ContextTenantSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
+    embedding: EmbeddingTenantSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
     extraction: ExtractionTenantSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
     knowledge: KnowledgeTenantSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
     ownership: OwnershipSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)

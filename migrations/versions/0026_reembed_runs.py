@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0025"
-down_revision = "0024"
+revision = "0026"
+down_revision = "0025"
 # Only adds: the previous release runs on this schema (decision 0062).
 phase = "expand"
 branch_labels = None
