@@ -58,6 +58,7 @@ POPULATED = {
     "knowledge_documents",
     "knowledge_chunks",
     "knowledge_file_chunks",
+    "file_deletions",
     "tenant_policies",
 }
 RELATIONS = """

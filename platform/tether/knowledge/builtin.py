@@ -76,7 +76,11 @@ class BuiltinRagEngine:
 
     async def ingest(self, tenant_id: TenantId, document_id: uuid.UUID) -> IngestReport:
         indexer = DocumentIndexer(
-            self._sessions, tenant_id, self._embedder, self._settings.knowledge
+            self._sessions,
+            tenant_id,
+            self._embedder,
+            self._settings.knowledge,
+            self._settings.files,
         )
         return await indexer.run(document_id)
 
