@@ -1,7 +1,10 @@
 """Object deletions after commit, for the optional S3-compatible file store (0083).
 
 - ``file_deletions``: an object key or tenant/base prefix per row, written in the
-  transaction that deletes the document or base, removed once the objects are gone.
+  transaction that deletes the document or base (or, for an upload, committed before the
+  object is written and removed by the upload's own transaction), removed once the
+  objects are gone; ``not_before`` holds an upload's guard back while it may still
+  commit.
   Under row-level security like every tenant table; no foreign key (it must outlive the
   rows it names).
 - ``tether_pending_file_deletions``: the sweep's view across tenants (ids and keys only).
@@ -33,7 +36,8 @@ CREATE FUNCTION tether_pending_file_deletions(max_rows integer)
 RETURNS TABLE (id uuid, tenant_id uuid, key text, attempts integer)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
   SELECT f.id, f.tenant_id, f.key, f.attempts FROM public.file_deletions AS f
-  ORDER BY f.created_at LIMIT max_rows
+  WHERE f.not_before <= now()
+  ORDER BY f.not_before LIMIT max_rows
 $$"""
 
 
@@ -45,6 +49,9 @@ def upgrade() -> None:
         sa.Column("key", sa.Text(), nullable=False),
         sa.Column("attempts", sa.Integer(), server_default=sa.text("0"), nullable=False),
         sa.Column("last_error", sa.Text(), nullable=True),
+        sa.Column(
+            "not_before", sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False
+        ),
         sa.Column(
             "created_at", sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False
         ),

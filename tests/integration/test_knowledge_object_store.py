@@ -14,13 +14,19 @@ from collections.abc import Iterator
 import boto3
 import pytest
 from moto.server import ThreadedMotoServer
+from sqlalchemy import func, select, update
 
 from tests.conftest import start_worker, stop_worker
 from tests.integration.test_knowledge_indexing import new_base, query, settled, upload
 from tether.core.ids import TenantId
 from tether.core.settings import FilesSettings, Settings
 from tether.core.tenant_sessions import tenant_transaction
-from tether.knowledge.file_deletions import delete_after_commit, sweep_file_deletions
+from tether.knowledge.file_deletions import (
+    delete_after_commit,
+    guard_upload,
+    sweep_file_deletions,
+)
+from tether.knowledge.models import FileDeletion
 from tether.knowledge.objects import ObjectStore
 from tether.providers.offline import load_model
 
@@ -209,6 +215,34 @@ async def test_a_store_that_is_down_fails_the_document_with_a_reason(client, adm
     failed = await settled(client, base_id, document["id"], admin.admin)
     assert failed["status"] == "failed"
     assert "missing" in failed["error"]
+
+
+async def test_an_upload_that_rolls_back_leaves_no_object_for_good(
+    resources, settings, s3_url, admin
+) -> None:
+    tenant = TenantId(uuid.UUID(admin.id))
+    store = ObjectStore(settings.files)
+
+    async def upload_then_fail() -> None:
+        async with tenant_transaction(resources.sessions, tenant) as session:
+            await guard_upload(session, resources.sessions, tenant, "files/orphan")
+            await store.put("files/orphan", [memoryview(b"orphan")])
+            raise RuntimeError("rolled back after the object was written")
+
+    with pytest.raises(RuntimeError):
+        await upload_then_fail()
+    async with tenant_transaction(resources.sessions, tenant) as session:
+        await guard_upload(session, resources.sessions, tenant, "files/committed")
+        await store.put("files/committed", [memoryview(b"committed")])
+    # Within the grace the sweep leaves the orphan alone (its upload might still commit).
+    assert await sweep_file_deletions(resources.sessions, store) == (0, 0)
+    async with tenant_transaction(resources.sessions, tenant) as session:
+        keys_left = (await session.execute(select(FileDeletion.key))).scalars().all()
+        assert keys_left == ["files/orphan"]  # the committed upload took its guard away
+        await session.execute(update(FileDeletion).values(not_before=func.now()))
+    assert await sweep_file_deletions(resources.sessions, store) == (1, 0)
+    assert keys(s3_url, "files/orphan") == []
+    assert keys(s3_url, "files/committed") == ["files/committed"]
 
 
 async def test_a_store_that_is_down_fails_the_document_with_a_reason_never_waits(

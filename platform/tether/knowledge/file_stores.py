@@ -18,11 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tether.core.ids import TenantId
 from tether.core.settings import FilesSettings
-from tether.knowledge.file_deletions import delete_after_commit
+from tether.knowledge.file_deletions import S3_SCHEME, delete_after_commit, guard_upload
 from tether.knowledge.files import FileRepository, slices
 from tether.knowledge.objects import ObjectStore
-
-S3_SCHEME = "s3:"
 
 
 class FileStore(Protocol):
@@ -78,6 +76,8 @@ class ObjectFiles:
 
     async def write(self, base_id: uuid.UUID, document_id: uuid.UUID, data: bytes) -> str:
         key = self._store.key(self._tenant_id, base_id, document_id)
+        # Should this transaction roll back, the object would be an orphan: guarded.
+        await guard_upload(self._session, self._sessions, self._tenant_id, key)
         await self._store.put(key, slices(data))
         return S3_SCHEME + key
 

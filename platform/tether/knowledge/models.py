@@ -182,3 +182,5 @@ class FileDeletion(Base):
     attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = _now()
+    # An upload's guard waits this long for its transaction (decision 0083).
+    not_before: Mapped[datetime] = _now()
