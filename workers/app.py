@@ -27,6 +27,7 @@ from tether.core.redis_client import broker_url
 from tether.core.settings import Settings
 from tether.core.telemetry import setup_telemetry, shutdown_telemetry
 from tether.health.heartbeat import beat
+from tether.knowledge.file_deletions import SWEEP_TASK as FILE_DELETIONS_TASK
 from tether.knowledge.stalled import STALLED_TASK
 from tether.recall.invalidations import RETRY_INVALIDATIONS_TASK
 from workers import runtime
@@ -93,6 +94,10 @@ def create_celery(settings: Settings) -> Celery:
             "pool-silent-creators": {
                 "task": OWNERSHIP_TASK,
                 "schedule": settings.identity.ownership_sweep_seconds,
+            },
+            "delete-stored-files": {
+                "task": FILE_DELETIONS_TASK,
+                "schedule": settings.files.deletion_sweep_seconds,
             },
             "requeue-stalled-documents": {
                 "task": STALLED_TASK,

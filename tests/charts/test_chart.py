@@ -52,16 +52,33 @@ WORKER_POOLS = {
     ],
 }
 
+# Uploaded files in the region's object store, its key from a Secret (decision 0083).
+OBJECT_STORE = {
+    "region": "eu-west",
+    "files": {
+        "backend": "s3",
+        "endpoint": "https://minio.eu-west.example.com",
+        "region": "eu-west-1",
+        "bucket": "tether-eu-west-files",
+        "keyPrefix": "uploads/",
+    },
+    "secrets": {"objectStore": {"existingSecret": "tether-eu-west-object-store"}},
+}
+
 Manifest = dict[str, Any]
 
 
 def _values(value_set: str) -> dict[str, Any] | None:
     if value_set in REGIONS:
         return helm.values_from_yaml((CHART / REGIONS[value_set]).read_text())
-    return {"fixed-replicas": FIXED_REPLICAS, "worker-pools": WORKER_POOLS}.get(value_set)
+    return {
+        "fixed-replicas": FIXED_REPLICAS,
+        "worker-pools": WORKER_POOLS,
+        "object-store": OBJECT_STORE,
+    }.get(value_set)
 
 
-VALUE_SETS = ["default", *REGIONS, "fixed-replicas", "worker-pools"]
+VALUE_SETS = ["default", *REGIONS, "fixed-replicas", "worker-pools", "object-store"]
 
 
 def _parse(rendered: dict[str, str]) -> list[Manifest]:
@@ -526,3 +543,21 @@ def test_every_pod_gets_the_one_audit_secret_and_none_renders_without_it(
     values = {"secrets": {"auditSecret": {"existingSecret": ""}}}
     with pytest.raises(helm.HelmRenderError, match=r"auditSecret\.existingSecret is required"):
         chart.render(values, name="tether", namespace="tether")
+
+
+def test_the_object_store_key_reaches_api_and_workers_only_by_reference(
+    renders: dict[str, list[Manifest]],
+) -> None:
+    manifests = renders["object-store"]
+    settings = _settings(manifests)
+    assert settings["TETHER_FILES__BACKEND"] == "s3"
+    assert settings["TETHER_FILES__BUCKET"] == "tether-eu-west-files"
+    assert not any("ACCESS_KEY" in name for name in settings)
+    for kind, component in (("Deployment", "api"), ("Deployment", "worker")):
+        env = _env(_container(manifests, kind, component))
+        for name in ("TETHER_FILES__ACCESS_KEY_ID", "TETHER_FILES__SECRET_ACCESS_KEY"):
+            ref = env[name]["valueFrom"]["secretKeyRef"]
+            assert ref["name"] == "tether-eu-west-object-store"
+    beat = _env(_container(manifests, "Deployment", "beat"))
+    assert "TETHER_FILES__SECRET_ACCESS_KEY" not in beat
+    assert "TETHER_FILES__BACKEND" not in _settings(renders["default"])

@@ -100,6 +100,17 @@ def test_the_service_monitor_scrapes_the_internal_service() -> None:
         {"region": "eu-west", "secrets": {"database": {"existingSecret": "tether-cn-north-pg"}}},
         {"region": "EU_West"},
         {"region": "eu-west", "config": {"maxUploadMegabytes": 0}},
+        # The object store of uploaded files (decision 0083): its endpoint, region,
+        # bucket and credentials' Secret stay in the release's region.
+        {"region": "eu-west", "files": {"backend": "s3", "bucket": "b", "region": "cn-north-1"}},
+        {
+            "region": "cn-north",
+            "files": {"backend": "s3", "bucket": "b", "endpoint": "https://s3.eu-west-1.x"},
+        },
+        {"region": "eu-west", "files": {"backend": "s3", "bucket": "tether-cn-north-files"}},
+        {"region": "eu-west", "secrets": {"objectStore": {"existingSecret": "s3-cn-north"}}},
+        {"region": "eu-west", "files": {"backend": "s3"}},
+        {"region": "eu-west", "files": {"backend": "gcs", "bucket": "tether"}},
     ],
 )
 def test_the_values_schema_refuses_another_regions_endpoints_and_bad_values(

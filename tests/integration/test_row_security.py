@@ -356,6 +356,7 @@ async def test_cross_tenant_work_goes_only_through_the_narrow_system_functions(
         "tether_unextracted_sessions",
         "tether_expired_memories",
         "tether_stalled_documents",
+        "tether_pending_file_deletions",
         "memory_terms",
     }
     for name, owner, _, acl in functions:

@@ -13,7 +13,10 @@ from tether.core.ids import TenantId
 from tether.core.resources import Resources
 from tether.knowledge.builtin import BuiltinRagEngine
 from tether.knowledge.documents import INDEX_TASK
+from tether.knowledge.file_deletions import SWEEP_TASK as FILE_DELETIONS_TASK
+from tether.knowledge.file_deletions import sweep_file_deletions
 from tether.knowledge.indexing import DocumentIndexer
+from tether.knowledge.objects import ObjectStore
 from tether.knowledge.stalled import STALLED_TASK, sweep_stalled
 from tether.recall.weights import rank_weights
 from workers.app import OUTAGE_RETRIES, app, settings_of
@@ -50,6 +53,7 @@ def _indexer(resources: Resources, tenant_id: TenantId) -> DocumentIndexer:
         tenant_id,
         services_for(resources).embedder,
         settings.knowledge,
+        settings.files,
     )
 
 
@@ -98,3 +102,18 @@ def requeue_stalled() -> dict[str, int]:
     """Periodic (beat): documents whose indexing stalled are queued again, or failed after
     ``knowledge.stalled_requeues`` tries (tether.knowledge.stalled)."""
     return run(settings_of(app), _requeue_stalled)
+
+
+async def _sweep_file_deletions(resources: Resources) -> dict[str, int]:
+    files = resources.settings.files
+    if files.bucket is None:  # no object store: Postgres deletes in the transaction
+        return {"deleted": 0, "pending": 0}
+    done, left = await sweep_file_deletions(resources.sessions, ObjectStore(files))
+    return {"deleted": done, "pending": left}
+
+
+@app.task(name=FILE_DELETIONS_TASK)
+def sweep_deleted_files() -> dict[str, int]:
+    """Periodic (beat): objects of deleted documents and bases that the after-commit
+    hook could not delete are deleted now (tether.knowledge.file_deletions)."""
+    return run(settings_of(app), _sweep_file_deletions)

@@ -89,7 +89,7 @@ Every non-secret setting as a YAML map: the settings ConfigMap's data, and the m
 Job's inline env (the hook runs before the ConfigMap exists).
 */}}
 {{- define "tether.settings" -}}
-{{- $forbidden := list "TETHER_DATABASE_URL" "TETHER_DB__OWNER_URL" "TETHER_REDIS_URL" "TETHER_HOT_REDIS_URL" }}
+{{- $forbidden := list "TETHER_DATABASE_URL" "TETHER_DB__OWNER_URL" "TETHER_REDIS_URL" "TETHER_HOT_REDIS_URL" "TETHER_FILES__ACCESS_KEY_ID" "TETHER_FILES__SECRET_ACCESS_KEY" }}
 {{- range .Values.secrets.providers }}
 {{- $forbidden = append $forbidden .env }}
 {{- end }}
@@ -117,6 +117,16 @@ Job's inline env (the hook runs before the ConfigMap exists).
        (the ServiceMonitor's and the queue-depth autoscaler's source). */}}
 {{- $_ := set $s "OTEL_TRACES_EXPORTER" "none" }}
 {{- $_ := set $s "OTEL_METRICS_EXPORTER" "none" }}
+{{- end }}
+{{- with .Values.files }}
+{{- if eq (.backend | toString) "s3" }}
+{{- /* Uploaded files in the region's object store (decision 0083). */}}
+{{- $_ := set $s "TETHER_FILES__BACKEND" "s3" }}
+{{- $_ := set $s "TETHER_FILES__BUCKET" (required "files.bucket is required when files.backend is s3" .bucket | toString) }}
+{{- if .endpoint }}{{- $_ := set $s "TETHER_FILES__ENDPOINT_URL" (.endpoint | toString) }}{{- end }}
+{{- if .region }}{{- $_ := set $s "TETHER_FILES__REGION" (.region | toString) }}{{- end }}
+{{- if .keyPrefix }}{{- $_ := set $s "TETHER_FILES__KEY_PREFIX" (.keyPrefix | toString) }}{{- end }}
+{{- end }}
 {{- end }}
 {{- $attrs := list (printf "cloud.region=%s" .Values.region) }}
 {{- range $k, $v := .Values.otel.resourceAttributes }}
@@ -170,6 +180,22 @@ Job's inline env (the hook runs before the ConfigMap exists).
       name: {{ required "secrets.providers[].existingSecret is required" .existingSecret | quote }}
       key: {{ required "secrets.providers[].key is required" .key | quote }}
       optional: {{ .optional | default false }}
+{{- end }}
+{{- with $secrets.objectStore }}
+{{- if and .existingSecret (eq ($.root.Values.files.backend | toString) "s3") }}
+{{- /* The API writes files, the workers read and delete them; beat and the migration
+  Job never touch the store. Without a Secret: the pod's own identity (IRSA, a role). */}}
+- name: TETHER_FILES__ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret | quote }}
+      key: {{ required "secrets.objectStore.accessKeyIdKey is required" .accessKeyIdKey | quote }}
+- name: TETHER_FILES__SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret | quote }}
+      key: {{ required "secrets.objectStore.secretAccessKeyKey is required" .secretAccessKeyKey | quote }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end }}

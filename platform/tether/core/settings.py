@@ -360,6 +360,37 @@ class KnowledgeSettings(BaseModel):
     stalled_requeues: int = Field(default=3, ge=0)
 
 
+class FilesSettings(BaseModel):
+    """Where uploaded files' bytes live (decisions 0060, 0083): Postgres by default, or
+    an S3-compatible object store that every API and worker pod reaches."""
+
+    backend: Literal["postgres", "s3"] = "postgres"
+    # The store's URL (unset: AWS's endpoint for ``region``); its region in the chart is
+    # pinned to the release's region by values.schema.json.
+    endpoint_url: str | None = None
+    region: str | None = None
+    bucket: str | None = None
+    # Keys are ``<key_prefix><tenant>/<base>/<document>``: one tenant, one prefix.
+    key_prefix: str = Field(default="", max_length=100)
+    # Unset: the default credential chain (an instance role, a web identity token).
+    access_key_id: SecretStr | None = None
+    secret_access_key: SecretStr | None = None
+    # Uploads go in parts of this size (S3's minimum part is 5 MiB).
+    part_bytes: int = Field(default=8 * 1024 * 1024, ge=5 * 1024 * 1024)
+    # A worker that cannot reach the store fails the document instead of waiting.
+    connect_timeout_seconds: float = Field(default=5.0, gt=0, le=120)
+    read_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    max_attempts: int = Field(default=3, ge=1, le=10)
+    # The beat retries object deletions that did not happen right after their commit.
+    deletion_sweep_seconds: int = Field(default=300, ge=10)
+
+    @model_validator(mode="after")
+    def _bucket_for_s3(self) -> FilesSettings:
+        if self.backend == "s3" and not self.bucket:
+            raise ValueError("files.bucket is required when files.backend is s3")
+        return self
+
+
 class ConsoleSettings(BaseModel):
     """The web console under /console: its sign-in sessions and cookies."""
 
@@ -441,6 +472,7 @@ class Settings(BaseSettings):
     recall: RecallSettings = RecallSettings()
     context: ContextSettings = ContextSettings()
     knowledge: KnowledgeSettings = KnowledgeSettings()
+    files: FilesSettings = FilesSettings()
     console: ConsoleSettings = ConsoleSettings()
     audit: AuditSettings = AuditSettings()
 

@@ -79,7 +79,9 @@ class BuiltinRagEngine:
 
     async def ingest(self, tenant_id: TenantId, document_id: uuid.UUID) -> IngestReport:
         embedder = await self._embedders.for_tenant(tenant_id)
-        indexer = DocumentIndexer(self._sessions, tenant_id, embedder, self._settings.knowledge)
+        indexer = DocumentIndexer(
+            self._sessions, tenant_id, embedder, self._settings.knowledge, self._settings.files
+        )
         return await indexer.run(document_id)
 
     def _task(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:

@@ -10,6 +10,7 @@ from tenancy.access.principal import Principal
 from tether.core.resources import Resources
 from tether.knowledge.builtin import BuiltinRagEngine
 from tether.knowledge.documents import DocumentService
+from tether.knowledge.file_stores import Files
 from tether.knowledge.queries import KnowledgeQueryService
 from tether.knowledge.services import KnowledgeBaseService
 from tether.recall.tenant_embedders import TenantEmbedders
@@ -41,7 +42,8 @@ def provide_knowledge_base_service(
     principal: NamedDependency[Principal],
     resources: NamedDependency[Resources],
 ) -> KnowledgeBaseService:
-    return KnowledgeBaseService(db_session, principal)
+    files = Files(db_session, resources.sessions, principal.tenant_id, resources.settings.files)
+    return KnowledgeBaseService(db_session, principal, files)
 
 
 def provide_document_service(
@@ -60,6 +62,7 @@ def provide_document_service(
         settings.knowledge,
         resources.sessions,
         state.quotas,
+        settings.files,
     )
 
 

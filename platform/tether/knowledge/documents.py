@@ -21,7 +21,7 @@ from tenancy.limits.quotas import Quotas
 from tenancy.limits.values import LimitName
 from tether.core.ids import TenantId, new_id
 from tether.core.pagination import decode_cursor, next_cursor
-from tether.core.settings import KnowledgeSettings
+from tether.core.settings import FilesSettings, KnowledgeSettings
 from tether.core.tasks import QueueUnavailable, TaskQueue
 from tether.core.tenant_sessions import tenant_transaction
 from tether.core.unit_of_work import on_commit
@@ -32,7 +32,7 @@ from tether.knowledge.errors import (
     EmptyDocument,
     TooManyPages,
 )
-from tether.knowledge.files import FileRepository
+from tether.knowledge.file_stores import Files
 from tether.knowledge.models import KnowledgeDocument
 from tether.knowledge.parsing import MEDIA_TYPES, Kind, count_pdf_pages, decode_text, detect
 from tether.knowledge.repositories import (
@@ -118,8 +118,10 @@ class DocumentService:
         limits: KnowledgeSettings,
         sessions: async_sessionmaker[AsyncSession],
         quotas: Quotas,
+        files: FilesSettings | None = None,
     ) -> None:
-        """``sessions``: for what is written after the request's transaction committed."""
+        """``sessions``: for what is written after the request's transaction committed;
+        ``files``: where uploaded bytes go (unset: Postgres)."""
         tenant = principal.tenant_id
         self._session = session
         self._sessions = sessions
@@ -131,7 +133,7 @@ class DocumentService:
         self._documents = DocumentRepository(session, tenant)
         self._chunks = ChunkRepository(session, tenant)
         self._base_rows = KnowledgeBaseRepository(session, tenant)
-        self._files = FileRepository(session, tenant)
+        self._files = Files(session, sessions, tenant, files or FilesSettings())
 
     async def upload(self, base_id: uuid.UUID, upload: UploadFile) -> tuple[s.DocumentRead, bool]:
         """Store the file and queue its indexing; the same bytes uploaded again answer
@@ -167,7 +169,7 @@ class DocumentService:
                     size_bytes=len(data),
                     sha256=found.sha256,
                     page_count=found.page_count,
-                    storage_key=f"postgres:{document_id}",
+                    storage_key="pending",
                     status=DocumentStatus.UPLOADED.value,
                     uploaded_by_key_id=self._principal.key_id,
                 )
@@ -176,8 +178,10 @@ class DocumentService:
             if raced is None:
                 raise
             return raced, False
-        # In the same transaction: the document and its bytes commit, or neither does.
-        await self._files.write(document.id, data)
+        # In the same transaction: the document and its bytes commit, or neither does
+        # (an object store is written before the commit; see decision 0083).
+        document.storage_key = await self._files.write(base_id, document.id, data)
+        await self._session.flush()
         await self._session.refresh(document)
         self._index_after_commit(document.id, document.generation)
         return document, True
@@ -252,7 +256,7 @@ class DocumentService:
         if was_searchable:
             await self._base_rows.bump(base_id)
         await self._audited("document.delete", base_id, document.id)
-        await self._files.remove(document.id)
+        await self._files.remove(document.storage_key, document.id)
 
     async def _audited(
         self, action: str, base_id: uuid.UUID, document_id: uuid.UUID, **detail: object

@@ -52,3 +52,15 @@ class EmptyDocument(InvalidInput):
 class DocumentUnreadable(Exception):
     """Indexing cannot read the document (corrupt, encrypted, no text). Its message is
     shown to the uploader as the document's ``error``, so it must be plain language."""
+
+
+class FileStoreUnavailable(TetherError):
+    """The object store holding uploaded files did not answer (decision 0083)."""
+
+    status_code = 503
+    code = "file_store_unavailable"
+    title = "The file store is unavailable; try again"
+
+
+class StoredFileMissing(Exception):
+    """The object store has no object under the document's key."""

@@ -20,12 +20,12 @@ import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tether.core.ids import TenantId, new_id
-from tether.core.settings import KnowledgeSettings
+from tether.core.settings import FilesSettings, KnowledgeSettings
 from tether.core.tenant_sessions import tenant_transaction
 from tether.knowledge.chunking import Passage, chunk_blocks
 from tether.knowledge.engine import IngestReport
-from tether.knowledge.errors import DocumentUnreadable
-from tether.knowledge.files import FileRepository
+from tether.knowledge.errors import DocumentUnreadable, FileStoreUnavailable, StoredFileMissing
+from tether.knowledge.file_stores import Files
 from tether.knowledge.models import KnowledgeDocument
 from tether.knowledge.parsing import Block, Kind, read, with_text
 from tether.knowledge.repositories import (
@@ -51,6 +51,7 @@ class _Claim:
     generation: int
     kind: Kind
     size_bytes: int
+    storage_key: str
 
 
 def passage_text(passage: Passage) -> str:
@@ -65,8 +66,10 @@ class DocumentIndexer:
         tenant_id: TenantId,
         embedder: EmbeddingProvider,
         limits: KnowledgeSettings,
+        files: FilesSettings | None = None,
     ) -> None:
         self._sessions = sessions
+        self._files = files or FilesSettings()
         self._tenant_id = tenant_id
         self._embedder = embedder
         self._limits = limits
@@ -102,10 +105,12 @@ class DocumentIndexer:
             document.status = DocumentStatus.INDEXING.value
             document.progress = 0.0
             document.updated_at = datetime.now(UTC)
-            return _Claim(document.generation, Kind(document.kind), document.size_bytes)
+            return _Claim(
+                document.generation, Kind(document.kind), document.size_bytes, document.storage_key
+            )
 
     async def _read(self, document_id: uuid.UUID, claim: _Claim) -> list[Block]:
-        data = await self._file(document_id, claim.size_bytes)
+        data = await self._file(document_id, claim)
         reading = read(claim.kind, data, self._limits.max_pdf_pages)
         blocks = []
         for number, block in enumerate(reading.blocks, start=1):
@@ -115,14 +120,24 @@ class DocumentIndexer:
             )
         return with_text(claim.kind, blocks)
 
-    async def _file(self, document_id: uuid.UUID, size_bytes: int) -> bytes:
+    async def _file(self, document_id: uuid.UUID, claim: _Claim) -> bytes:
         """The stored file, slice by slice (the parser needs it whole, and it is at most
-        ``max_upload_bytes``). A missing or short file fails the document with a reason
-        the uploader can act on; the statement timeout bounds every read."""
+        ``max_upload_bytes``). A missing or short file, or a file store that does not
+        answer, fails the document with a reason the uploader can act on; the statement
+        timeout, or the store's timeouts and bounded attempts, bound every read."""
+        size_bytes = claim.size_bytes
         buffer = bytearray()
-        async with tenant_transaction(self._sessions, self._tenant_id) as session:
-            async for piece in FileRepository(session, self._tenant_id).stream(document_id):
-                buffer += piece
+        try:
+            async with tenant_transaction(self._sessions, self._tenant_id) as session:
+                files = Files(session, self._sessions, self._tenant_id, self._files)
+                async for piece in files.stream(claim.storage_key, document_id):
+                    buffer += piece
+        except StoredFileMissing:
+            buffer.clear()
+        except FileStoreUnavailable as exc:
+            raise DocumentUnreadable(f"{exc}; reindex the document to retry") from exc
+        except LookupError as exc:
+            raise DocumentUnreadable(f"{exc}; upload it again") from exc
         if not buffer:
             raise DocumentUnreadable("the uploaded file is missing; upload it again")
         if len(buffer) != size_bytes:

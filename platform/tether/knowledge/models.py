@@ -166,3 +166,21 @@ class KnowledgeFileChunk(Base):
     )
     seq: Mapped[int] = mapped_column(Integer, primary_key=True)
     data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class FileDeletion(Base):
+    """An object-store key (or a ``/``-ended prefix) to delete once the transaction that
+    wrote this row commits (decision 0083): written with the document or base deletion,
+    removed when the objects are gone. A hook deletes right after the commit; the sweep
+    retries what a crash or an outage left. No foreign key: it outlives what it names."""
+
+    __tablename__ = "file_deletions"
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    key: Mapped[str] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _now()
+    # An upload's guard waits this long for its transaction (decision 0083).
+    not_before: Mapped[datetime] = _now()

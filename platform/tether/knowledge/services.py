@@ -26,6 +26,7 @@ from tether.knowledge.errors import (
     KnowledgeBaseConflict,
     KnowledgeBaseNotFound,
 )
+from tether.knowledge.file_stores import FileStore
 from tether.knowledge.models import KnowledgeBase
 from tether.knowledge.reach import reachable_bases
 from tether.knowledge.repositories import KnowledgeBaseRepository
@@ -44,8 +45,13 @@ def read_base(base: KnowledgeBase) -> s.KnowledgeBaseRead:
 
 
 class KnowledgeBaseService:
-    def __init__(self, session: AsyncSession, principal: Principal) -> None:
+    def __init__(
+        self, session: AsyncSession, principal: Principal, files: FileStore | None = None
+    ) -> None:
+        """``files``: the stored files a deleted base takes with it (unset: Postgres's,
+        which go by cascade)."""
         self._session = session
+        self._files = files
         self._principal = principal
         self._reach = Reach(principal)
         self._bases = KnowledgeBaseRepository(
@@ -181,8 +187,10 @@ class KnowledgeBaseService:
         return read_base(base)
 
     async def delete(self, base_id: uuid.UUID) -> None:
-        """The base, its documents, chunks and stored files (those go by cascade, in
-        this transaction)."""
+        """The base, its documents, chunks and stored files (Postgres's go by cascade, in
+        this transaction; an object store's once it commits)."""
         base = await self.require(base_id, write=True)
         await self.audited("knowledge_base.delete", base.id)
+        if self._files is not None:
+            await self._files.remove_base(base.id)
         await self._bases.remove(base)
