@@ -134,6 +134,17 @@ class PrivacyTenantSettings(msgspec.Struct, forbid_unknown_fields=True):
     default_mode: PrivacyModeName = "normal"
 
 
+class SessionsTenantSettings(msgspec.Struct, forbid_unknown_fields=True):
+    """The session agent flags' tenant level (decision 0051): what a session gets when
+    neither it nor its persona decides. Also read and written at
+    /v1/tenant/session-defaults (decision 0086)."""
+
+    memory_enabled: bool = True
+    knowledge_enabled: bool = False
+    # false: turns captured with memory off are not stored at all.
+    keep_turns_without_memory: bool = True
+
+
 class TenantSettingsDocument(msgspec.Struct, forbid_unknown_fields=True):
     retention: RetentionSettings = msgspec.field(default_factory=RetentionSettings)
     ownership: OwnershipSettings = msgspec.field(default_factory=OwnershipSettings)
@@ -141,6 +152,7 @@ class TenantSettingsDocument(msgspec.Struct, forbid_unknown_fields=True):
     knowledge: KnowledgeTenantSettings = msgspec.field(default_factory=KnowledgeTenantSettings)
     extraction: ExtractionTenantSettings = msgspec.field(default_factory=ExtractionTenantSettings)
     privacy: PrivacyTenantSettings = msgspec.field(default_factory=PrivacyTenantSettings)
+    sessions: SessionsTenantSettings = msgspec.field(default_factory=SessionsTenantSettings)
 
 
 class TenantSettingsWrite(msgspec.Struct, forbid_unknown_fields=True):
@@ -152,6 +164,7 @@ class TenantSettingsWrite(msgspec.Struct, forbid_unknown_fields=True):
     knowledge: KnowledgeTenantSettings = msgspec.field(default_factory=KnowledgeTenantSettings)
     extraction: ExtractionTenantSettings = msgspec.field(default_factory=ExtractionTenantSettings)
     privacy: PrivacyTenantSettings = msgspec.field(default_factory=PrivacyTenantSettings)
+    sessions: SessionsTenantSettings = msgspec.field(default_factory=SessionsTenantSettings)
     reason: ShortText = ""
 
     def document(self) -> TenantSettingsDocument:
@@ -162,6 +175,7 @@ class TenantSettingsWrite(msgspec.Struct, forbid_unknown_fields=True):
             self.knowledge,
             self.extraction,
             self.privacy,
+            self.sessions,
         )
 
 
@@ -173,6 +187,7 @@ class TenantSettingsRead(msgspec.Struct):
     knowledge: KnowledgeTenantSettings
     extraction: ExtractionTenantSettings
     privacy: PrivacyTenantSettings
+    sessions: SessionsTenantSettings
     updated_at: datetime | None
     updated_by_key_id: str | None
     # Read only, from GET /v1/tenant/limits (stored and changed there, not here).
@@ -195,6 +210,7 @@ class TenantSettingsRead(msgspec.Struct):
             document.knowledge,
             document.extraction,
             document.privacy,
+            document.sessions,
             updated_at,
             updated_by_key_id,
             limits,
