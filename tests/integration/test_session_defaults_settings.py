@@ -42,9 +42,7 @@ async def _columns(superuser: AsyncEngine, tenant_id: str) -> tuple[bool, bool, 
     return memory, knowledge, keep
 
 
-async def test_session_defaults_write_the_settings_document(
-    client, make_tenant, superuser
-) -> None:
+async def test_session_defaults_write_the_settings_document(client, make_tenant, superuser) -> None:
     tenant = await make_tenant()
     before = await _settings(client, tenant.admin)
     assert before.json()["sessions"] == {
@@ -128,7 +126,7 @@ async def test_migration_0025_carries_pre_existing_defaults_over(
             await conn.execute(
                 text(
                     "INSERT INTO tenant_settings (tenant_id, version, document) VALUES "
-                    "(:t, 3, '{\"privacy\": {\"default_mode\": \"raw_only\"}}')"
+                    '(:t, 3, \'{"privacy": {"default_mode": "raw_only"}}\')'
                 ),
                 {"t": with_settings.id},
             )
