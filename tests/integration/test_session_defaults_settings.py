@@ -7,16 +7,21 @@ relationship's sessions."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import httpx
+import msgspec
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.integration.conversation_support import relationship
 from tether.core import migrations
+from tether.core.resources import Resources
 from tether.core.settings import Settings
+from tether.turns.flags import Layers
+from tether.turns.flags_cache import TTL_SECONDS, flags_key
 
 pytestmark = pytest.mark.integration
 
@@ -185,3 +190,34 @@ async def test_another_tenant_cannot_list_the_sessions(client, make_tenant) -> N
         f"/v1/relationships/{uuid.uuid4()}/sessions", headers=await owner.key("gateway")
     )
     assert missing.status_code == 404
+
+
+async def test_a_defaults_change_reaches_a_hot_context_within_the_flag_cache_ttl(
+    client, make_tenant, resources: Resources
+) -> None:
+    tenant = await make_tenant()
+    gateway = await tenant.key("gateway")
+    rid = await relationship(client, gateway, "defaults-hot")
+    body = {"relationship_id": rid, "query": "hello", "session_id": "hot-1"}
+
+    async def cached() -> tuple[Layers | None, int]:
+        await client.post("/v1/context", json=body, headers=gateway)
+        key = flags_key(uuid.UUID(rid), "hot-1")
+        raw, ttl = await resources.redis.get(key), await resources.redis.ttl(key)
+        return (None if raw is None else msgspec.json.decode(raw, type=Layers)), ttl
+
+    layers, _ = await cached()
+    assert layers is not None
+    assert layers.tenant_knowledge is False
+    put = await client.put("/v1/tenant/session-defaults", json=OFF, headers=tenant.admin)
+    assert put.status_code == 200, put.text
+    deadline = time.monotonic() + TTL_SECONDS + 2
+    while True:
+        layers, ttl = await cached()
+        assert ttl != -1  # never cached without an expiry (-2: it just expired)
+        assert ttl <= TTL_SECONDS
+        if layers is not None and layers.tenant_knowledge:
+            break
+        assert time.monotonic() < deadline, "the change did not reach the context in time"
+        await asyncio.sleep(0.5)
+    assert (layers.tenant_memory, layers.keep_turns_without_memory) == (False, False)
