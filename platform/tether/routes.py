@@ -18,7 +18,11 @@ from tether.health.controllers import HealthController
 from tether.knowledge.controllers import KnowledgeBaseController, KnowledgeDocumentController
 from tether.memories.controllers import ConflictController, MemoryController
 from tether.memories.preview_controllers import ExtractionPreviewController
-from tether.memories.session_controllers import SessionDefaultsController, SessionFlagController
+from tether.memories.session_controllers import (
+    SessionDefaultsController,
+    SessionFlagController,
+    SessionListController,
+)
 from tether.personas.controllers import PersonaProfileController
 from tether.privacy.controllers import PrivacyPatternController
 from tether.profiles.controllers import GlobalProfileController
@@ -49,6 +53,7 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     MemoryController,
     ConflictController,
     ExtractionPreviewController,
+    SessionListController,
     SessionFlagController,
     SessionDefaultsController,
     SearchController,

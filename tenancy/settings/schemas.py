@@ -145,6 +145,17 @@ class PrivacyTenantSettings(msgspec.Struct, forbid_unknown_fields=True):
     default_mode: PrivacyModeName = "normal"
 
 
+class SessionsTenantSettings(msgspec.Struct, forbid_unknown_fields=True):
+    """The session agent flags' tenant level (decision 0051): what a session gets when
+    neither it nor its persona decides. Also read and written at
+    /v1/tenant/session-defaults (decision 0086)."""
+
+    memory_enabled: bool = True
+    knowledge_enabled: bool = False
+    # false: turns captured with memory off are not stored at all.
+    keep_turns_without_memory: bool = True
+
+
 class TenantSettingsDocument(msgspec.Struct, forbid_unknown_fields=True):
     retention: RetentionSettings = msgspec.field(default_factory=RetentionSettings)
     ownership: OwnershipSettings = msgspec.field(default_factory=OwnershipSettings)
@@ -153,6 +164,7 @@ class TenantSettingsDocument(msgspec.Struct, forbid_unknown_fields=True):
     extraction: ExtractionTenantSettings = msgspec.field(default_factory=ExtractionTenantSettings)
     privacy: PrivacyTenantSettings = msgspec.field(default_factory=PrivacyTenantSettings)
     embedding: EmbeddingTenantSettings = msgspec.field(default_factory=EmbeddingTenantSettings)
+    sessions: SessionsTenantSettings = msgspec.field(default_factory=SessionsTenantSettings)
 
 
 class TenantSettingsWrite(msgspec.Struct, forbid_unknown_fields=True):
@@ -165,6 +177,7 @@ class TenantSettingsWrite(msgspec.Struct, forbid_unknown_fields=True):
     extraction: ExtractionTenantSettings = msgspec.field(default_factory=ExtractionTenantSettings)
     privacy: PrivacyTenantSettings = msgspec.field(default_factory=PrivacyTenantSettings)
     embedding: EmbeddingTenantSettings = msgspec.field(default_factory=EmbeddingTenantSettings)
+    sessions: SessionsTenantSettings = msgspec.field(default_factory=SessionsTenantSettings)
     reason: ShortText = ""
 
     def document(self) -> TenantSettingsDocument:
@@ -176,6 +189,7 @@ class TenantSettingsWrite(msgspec.Struct, forbid_unknown_fields=True):
             self.extraction,
             self.privacy,
             self.embedding,
+            self.sessions,
         )
 
 
@@ -188,6 +202,7 @@ class TenantSettingsRead(msgspec.Struct):
     extraction: ExtractionTenantSettings
     privacy: PrivacyTenantSettings
     embedding: EmbeddingTenantSettings
+    sessions: SessionsTenantSettings
     updated_at: datetime | None
     updated_by_key_id: str | None
     # Read only, from GET /v1/tenant/limits (stored and changed there, not here).
@@ -211,6 +226,7 @@ class TenantSettingsRead(msgspec.Struct):
             document.extraction,
             document.privacy,
             document.embedding,
+            document.sessions,
             updated_at,
             updated_by_key_id,
             limits,

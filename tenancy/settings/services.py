@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+import msgspec
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -20,6 +21,7 @@ from tenancy.settings.repositories import TenantSettingsRepository
 from tenancy.settings.schemas import (
     ReembedRunList,
     ReembedRunRead,
+    SessionsTenantSettings,
     TenantSettingsDocument,
     TenantSettingsRead,
     TenantSettingsWrite,
@@ -116,9 +118,27 @@ class TenantSettingsService:
             )
         # 422 before anything is stored
         check_providers(data.extraction, data.embedding, self._providers)
+        return await self._append(current, data.document(), bool(data.reason))
+
+    async def put_sessions(self, sessions: SessionsTenantSettings) -> TenantSettingsRead:
+        """Replace only the ``sessions`` section, as a new version (the view that
+        /v1/tenant/session-defaults is, decision 0086): no If-Match, since that route
+        never had one; the other sections are carried over as they are in force."""
+        current = await self._settings.latest()
+        in_force = TenantSettingsDocument() if current is None else parse_document(current.document)
+        document = msgspec.structs.replace(in_force, sessions=sessions)
+        return await self._append(current, document, False)
+
+    async def _append(
+        self,
+        current: TenantSettingsVersion | None,
+        document: TenantSettingsDocument,
+        reason: bool,
+    ) -> TenantSettingsRead:
+        version = 0 if current is None else current.version
         in_force = TenantSettingsDocument() if current is None else parse_document(current.document)
         before = dump_document(in_force)
-        after = dump_document(data.document())
+        after = dump_document(document)
         try:
             async with self._session.begin_nested():
                 row = await self._settings.append(version + 1, after, self._actor.key_id)
@@ -126,13 +146,20 @@ class TenantSettingsService:
             raise SettingsChanged("the settings changed while you wrote them") from exc
         changed = sorted(name for name in after if after[name] != before.get(name))
         if "embedding" in changed:
-            await self._reembed(row.version, data.embedding.provider)
+            await self._reembed(row.version, document.embedding.provider)
+        if "sessions" in changed:
+            sessions = document.sessions
+            await self._settings.mirror_session_defaults(
+                sessions.memory_enabled,
+                sessions.knowledge_enabled,
+                sessions.keep_turns_without_memory,
+            )
         await AuditLog(self._session).record(
             self._tenant_id,
             self._actor,
             "settings.update",
             "tenant_settings",
-            detail={"version": row.version, "sections": changed, "reason": bool(data.reason)},
+            detail={"version": row.version, "sections": changed, "reason": reason},
         )
         return _read(row, await self._limits.get())
 

@@ -196,6 +196,20 @@ async def test_session_defaults_and_retention_runs_for_the_tenant_admin(
         "knowledge_enabled": True,
         "keep_turns_without_memory": False,
     }
+    # One document: the settings page shows the same section, and saving it there is
+    # what the session-defaults page then shows (decision 0086).
+    settings_page = _page(await admin.get("/console/admin/settings"))
+    assert 'name="sessions.knowledge_enabled" checked' in settings_page
+    assert 'name="sessions.memory_enabled">' in settings_page
+    version = (await client.get("/v1/tenant/settings", headers=world.tenant.admin)).json()
+    form = {"_csrf": csrf, "version": str(version["version"]), "sessions.memory_enabled": "on"}
+    assert (await admin.post("/console/admin/settings/sessions", data=form)).status_code == 303
+    defaults_page = _page(await admin.get("/console/admin/session-defaults"))
+    api = (await client.get("/v1/tenant/session-defaults", headers=world.tenant.admin)).json()
+    assert api == {"memory_enabled": True, "knowledge_enabled": False,
+                   "keep_turns_without_memory": False}  # fmt: skip
+    assert 'id="memory_enabled" checked' in defaults_page
+    assert 'id="knowledge_enabled">' in defaults_page
     restore = {"_csrf": csrf, "memory_enabled": "on", "keep_turns_without_memory": "on"}
     assert (await admin.post("/console/admin/session-defaults", data=restore)).status_code == 303
     assert 'id="retention-runs"' not in _page(await admin.get("/console/admin/retention"))

@@ -160,6 +160,7 @@ TABLE: dict[tuple[str, str], Route] = {
     ("PUT", R + "/pool-inheritance"): Route("ADODD", body(lambda s: {"layers": ["semantic"]})),
     ("GET", R + "/turns"): Route("DAOOD"),
     ("POST", R + "/turns"): Route("DAODD", body(lambda s: TURNS)),
+    ("GET", R + "/sessions"): Route("DAOOD"),
     ("POST", R + "/sessions/{session_id:str}/end"): Route("DAODD"),
     ("GET", R + "/sessions/{session_id:str}"): Route("DAOOD"),
     ("PUT", R + "/sessions/{session_id:str}"): Route(

@@ -1,10 +1,12 @@
-"""Keyset pagination over UUIDv7 primary keys (time-ordered, so stable and cheap)."""
+"""Keyset pagination over UUIDv7 primary keys (time-ordered, so stable and cheap), or
+over (time, key) where a row has no such id."""
 
 from __future__ import annotations
 
 import base64
 import uuid
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Protocol
 
 import msgspec
@@ -48,3 +50,32 @@ class HasId(Protocol):
 def next_cursor(rows: Sequence[HasId], limit: int) -> str | None:
     """A cursor after the last row when the page is full (there may be more), else None."""
     return encode_cursor(rows[-1].id) if rows and len(rows) == limit else None
+
+
+# A keyset cursor over (time, text key), for rows without a time-ordered id (a chat
+# session: its id is the client's). Long enough for a 128-character key in UTF-8.
+KEYED_CURSOR = msgspec.Meta(max_length=704, pattern=URL_SAFE)
+KeyedCursor = Annotated[str | None, query(KEYED_CURSOR)]
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def encode_keyed_cursor(at: datetime, key: str) -> str:
+    micros = (at - _EPOCH) // timedelta(microseconds=1)
+    raw = micros.to_bytes(8, "big", signed=True) + key.encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_keyed_cursor(cursor: str | None) -> tuple[datetime, str] | None:
+    """The (time, key) after which the next page starts; a malformed cursor is a 422."""
+    if not cursor:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        if len(raw) < 9:
+            raise ValueError("too short")
+        micros = int.from_bytes(raw[:8], "big", signed=True)
+        return _EPOCH + timedelta(microseconds=micros), raw[8:].decode()
+    except (ValueError, TypeError, OverflowError) as exc:  # UnicodeDecodeError is a ValueError
+        raise InvalidInput(
+            "cursor is not one this API issued", errors=[{"field": "cursor", "message": "invalid"}]
+        ) from exc

@@ -7,14 +7,20 @@ import uuid
 from litestar import Controller, delete, get, put
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
-from litestar.params import FromPath, JSONBody
+from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.status_codes import HTTP_200_OK
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.access.guard import policy
 from tenancy.access.principal import Principal
+from tenancy.audit.log import Actor
 from tenancy.relationships.directory import RelationshipDirectory
+from tenancy.settings.cache import TenantSettingsCache
+from tenancy.settings.services import TenantSettingsService
+from tether.core.ids import TenantId
+from tether.core.pagination import DEFAULT_LIMIT, KeyedCursor, Limit
 from tether.core.resources import Resources
+from tether.core.settings import Settings
 from tether.core.text import IdentifierInPath
 from tether.memories import session_schemas as s
 from tether.memories.session_flags import SessionDefaultsService, SessionFlagService
@@ -37,13 +43,46 @@ def provide_session_flags(
 
 
 def provide_session_defaults(
-    db_session: NamedDependency[AsyncSession], principal: NamedDependency[Principal]
+    db_session: NamedDependency[AsyncSession],
+    principal: NamedDependency[Principal],
+    settings: NamedDependency[Settings],
 ) -> SessionDefaultsService:
-    return SessionDefaultsService(db_session, principal.tenant_id)
+    return SessionDefaultsService(
+        TenantSettingsService(
+            db_session, TenantId(principal.tenant_id), Actor.of(principal), settings
+        )
+    )
+
+
+def settings_changed_here(state: State, principal: Principal) -> None:
+    """This process's settings cache drops the tenant's document (a new version)."""
+    cache: TenantSettingsCache | None = getattr(state, "tenant_settings", None)
+    if cache is not None:
+        cache.forget(TenantId(principal.tenant_id))
 
 
 Flags = NamedDependency[SessionFlagService]
 Defaults = NamedDependency[SessionDefaultsService]
+
+
+class SessionListController(Controller):
+    path = "/v1/relationships/{relationship_id:uuid}/sessions"
+    tags = ["turns"]  # noqa: RUF012
+    dependencies = {  # noqa: RUF012
+        "session_flags": Provide(provide_session_flags, sync_to_thread=False)
+    }
+
+    @get(operation_id="ListSessions", opt=policy("relationship_memory", "read"))
+    async def list_sessions(
+        self,
+        relationship_id: FromPath[uuid.UUID],
+        session_flags: Flags,
+        cursor: FromQuery[KeyedCursor] = None,
+        limit: FromQuery[Limit] = DEFAULT_LIMIT,
+    ) -> s.SessionSummaryPage:
+        """The relationship's sessions, most recently opened first, each with the flags
+        in force and which level set them."""
+        return await session_flags.sessions(relationship_id, cursor, limit)
 
 
 class SessionFlagController(Controller):
@@ -104,7 +143,14 @@ class SessionDefaultsController(Controller):
 
     @put(operation_id="PutSessionDefaults", opt=policy("tenant_settings", "write"))
     async def put(
-        self, data: JSONBody[s.SessionDefaults], session_defaults: Defaults
+        self,
+        data: JSONBody[s.SessionDefaults],
+        session_defaults: Defaults,
+        state: State,
+        principal: NamedDependency[Principal],
     ) -> s.SessionDefaults:
-        """Replace the tenant's session defaults."""
-        return await session_defaults.put(data)
+        """Replace the tenant's session defaults: the ``sessions`` section of the tenant
+        settings, written as a new version (audited as ``settings.update``)."""
+        written = await session_defaults.put(data)
+        settings_changed_here(state, principal)
+        return written

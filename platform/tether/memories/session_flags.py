@@ -15,12 +15,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenancy.access.principal import Principal
 from tenancy.audit.log import Actor, AuditLog
 from tenancy.relationships.directory import RelationshipDirectory
-from tether.core.ids import TenantId
+from tenancy.settings.schemas import SessionsTenantSettings
+from tenancy.settings.services import TenantSettingsService
+from tether.core.pagination import decode_keyed_cursor, encode_keyed_cursor
 from tether.core.unit_of_work import on_commit
 from tether.memories import session_schemas as s
 from tether.memories.forget_session import forget_session
 from tether.memories.writer import Invalidate
-from tether.turns.flags import FlagRepository, Layers, TenantDefaultsRepository, decide
+from tether.turns.flags import FlagRepository, Layers, decide
 from tether.turns.flags_cache import FlagCache
 from tether.turns.repositories import ChatSessionRepository
 from tether.turns.working_memory import WorkingMemory
@@ -48,15 +50,17 @@ class SessionFlagService:
         return _flags_read(session_id, layers)
 
     async def sessions(
-        self, relationship_id: uuid.UUID, offset: int, limit: int
+        self, relationship_id: uuid.UUID, cursor: str | None, limit: int
     ) -> s.SessionSummaryPage:
-        """The relationship's sessions, most recently active first, each with the flags
+        """The relationship's sessions, most recently opened first, each with the flags
         in force (the persona's and tenant's levels are read once for the page)."""
         card = await self._directory.open(relationship_id)
+        after = decode_keyed_cursor(cursor)
         inherited = await FlagRepository(self._session, card.scope).layers(None)
-        rows = await ChatSessionRepository(self._session, card.scope).newest(offset, limit)
+        rows = await ChatSessionRepository(self._session, card.scope).newest(after, limit)
         items = [
             s.SessionSummary(
+                row.session_id,
                 row.opened_at,
                 row.last_turn_at,
                 row.turn_count,
@@ -72,7 +76,9 @@ class SessionFlagService:
             )
             for row in rows
         ]
-        return s.SessionSummaryPage(items, offset + limit if len(rows) == limit else None)
+        last = rows[-1] if rows and len(rows) == limit else None
+        more = None if last is None else encode_keyed_cursor(last.opened_at, last.session_id)
+        return s.SessionSummaryPage(items, more)
 
     async def put(
         self, relationship_id: uuid.UUID, session_id: str, data: s.SessionFlagsUpdate
@@ -138,14 +144,23 @@ def _flags_read(session_id: str, layers: Layers) -> s.SessionFlagsRead:
 
 
 class SessionDefaultsService:
-    def __init__(self, session: AsyncSession, tenant_id: TenantId) -> None:
-        self._repository = TenantDefaultsRepository(session, tenant_id)
+    """/v1/tenant/session-defaults: a view over the ``sessions`` section of the tenant
+    settings document (decision 0086); a change is a new, audited settings version."""
+
+    def __init__(self, settings: TenantSettingsService) -> None:
+        self._settings = settings
 
     async def get(self) -> s.SessionDefaults:
-        return s.SessionDefaults(*await self._repository.get())
+        return _defaults((await self._settings.get()).sessions)
 
     async def put(self, data: s.SessionDefaults) -> s.SessionDefaults:
-        await self._repository.put(
+        section = SessionsTenantSettings(
             data.memory_enabled, data.knowledge_enabled, data.keep_turns_without_memory
         )
-        return await self.get()
+        return _defaults((await self._settings.put_sessions(section)).sessions)
+
+
+def _defaults(section: SessionsTenantSettings) -> s.SessionDefaults:
+    return s.SessionDefaults(
+        section.memory_enabled, section.knowledge_enabled, section.keep_turns_without_memory
+    )

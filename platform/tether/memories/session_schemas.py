@@ -31,6 +31,7 @@ class SessionFlagsRead(msgspec.Struct):
 class SessionSummary(msgspec.Struct):
     """One session of a relationship and the flags in force for it."""
 
+    session_id: str
     opened_at: datetime
     last_turn_at: datetime
     turn_count: int
@@ -40,7 +41,7 @@ class SessionSummary(msgspec.Struct):
 
 class SessionSummaryPage(msgspec.Struct):
     items: list[SessionSummary]
-    next_offset: int | None
+    next_cursor: str | None
 
 
 class SessionForgotten(msgspec.Struct):

@@ -4,17 +4,19 @@ context use knowledge bases. Each flag is decided by the first that says: the re
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from sqlalchemy import select, update
+import msgspec
+from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenancy.ids import RelationshipScope
-from tenancy.models import CreatorPersona, Relationship, Tenant
+from tenancy.models import CreatorPersona, Relationship
+from tenancy.settings.repositories import sessions_section
+from tenancy.settings.schemas import SessionsTenantSettings
 from tether.turns.models import ChatSession
 
 Source = Literal["request", "session", "persona", "tenant"]
@@ -73,12 +75,9 @@ class FlagRepository:
                 ChatSession.knowledge_enabled,
                 CreatorPersona.memory_enabled,
                 CreatorPersona.knowledge_enabled,
-                Tenant.session_memory_enabled,
-                Tenant.session_knowledge_enabled,
-                Tenant.keep_turns_without_memory,
+                sessions_section(self._scope.tenant_id),
             )
             .select_from(Relationship)
-            .join(Tenant, Tenant.id == Relationship.tenant_id)
             .join(
                 CreatorPersona,
                 (CreatorPersona.id == Relationship.creator_persona_id)
@@ -95,8 +94,19 @@ class FlagRepository:
                 Relationship.id == self._scope.relationship_id,
             )
         )
-        row = (await self._session.execute(statement)).one()
-        return Layers(*row)
+        session_m, session_k, persona_m, persona_k, section = (
+            await self._session.execute(statement)
+        ).one()
+        tenant = tenant_level(section)
+        return Layers(
+            session_m,
+            session_k,
+            persona_m,
+            persona_k,
+            tenant.memory_enabled,
+            tenant.knowledge_enabled,
+            tenant.keep_turns_without_memory,
+        )
 
     async def set_session(
         self, session_id: str, memory: bool | None, knowledge: bool | None
@@ -123,29 +133,8 @@ class FlagRepository:
         await self._session.execute(statement)
 
 
-class TenantDefaultsRepository:
-    """The tenant's session defaults (its own row only)."""
-
-    def __init__(self, session: AsyncSession, tenant_id: uuid.UUID) -> None:
-        self._session = session
-        self._tenant_id = tenant_id
-
-    async def get(self) -> tuple[bool, bool, bool]:
-        statement = select(
-            Tenant.session_memory_enabled,
-            Tenant.session_knowledge_enabled,
-            Tenant.keep_turns_without_memory,
-        ).where(Tenant.id == self._tenant_id)
-        memory, knowledge, keep = (await self._session.execute(statement)).one()
-        return memory, knowledge, keep
-
-    async def put(self, memory: bool, knowledge: bool, keep: bool) -> None:
-        await self._session.execute(
-            update(Tenant)
-            .where(Tenant.id == self._tenant_id)
-            .values(
-                session_memory_enabled=memory,
-                session_knowledge_enabled=knowledge,
-                keep_turns_without_memory=keep,
-            )
-        )
+def tenant_level(section: object) -> SessionsTenantSettings:
+    """The tenant's ``sessions`` settings section as stored (None: the defaults)."""
+    if section is None:
+        return SessionsTenantSettings()
+    return msgspec.convert(section, SessionsTenantSettings)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, func, select, update
+from sqlalchemy import ColumnElement, func, literal, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -166,19 +166,23 @@ class ChatSessionRepository:
         statement = select(ChatSession).where(*self._where(session_id))
         return (await self._session.execute(statement)).scalar_one_or_none()
 
-    async def newest(self, offset: int, limit: int) -> list[ChatSession]:
-        """The relationship's sessions, most recently active first (a relationship has
-        few enough sessions for an offset page)."""
-        statement = (
-            select(ChatSession)
-            .where(
-                ChatSession.relationship_id == self._scope.relationship_id,
-                ChatSession.tenant_id == self._scope.tenant_id,
-            )
-            .order_by(ChatSession.last_turn_at.desc(), ChatSession.session_id)
-            .offset(offset)
-            .limit(limit)
+    async def newest(self, after: tuple[datetime, str] | None, limit: int) -> list[ChatSession]:
+        """The relationship's sessions, most recently opened first, after the keyset
+        ``after`` (opened_at, session_id): a session's opening time never changes, so a
+        page boundary stays put while turns arrive."""
+        statement = select(ChatSession).where(
+            ChatSession.relationship_id == self._scope.relationship_id,
+            ChatSession.tenant_id == self._scope.tenant_id,
         )
+        if after is not None:
+            at, session_id = after
+            statement = statement.where(
+                tuple_(ChatSession.opened_at, ChatSession.session_id)
+                < tuple_(literal(at), literal(session_id))
+            )
+        statement = statement.order_by(
+            ChatSession.opened_at.desc(), ChatSession.session_id.desc()
+        ).limit(limit)
         return list((await self._session.execute(statement)).scalars())
 
     async def end(self, session_id: str, reason: str, at: datetime) -> bool:

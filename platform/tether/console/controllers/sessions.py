@@ -20,6 +20,7 @@ from tenancy.relationships.services import RelationshipService
 from tenancy.settings.schemas import ALL_LAYERS
 from tether.console import forms
 from tether.console.pages import back_to, may, render, require
+from tether.core.pagination import KeyedCursor
 from tether.core.text import IdentifierInPath
 from tether.memories.conflicts import ConflictService
 from tether.memories.deps import provide_conflict_service
@@ -71,12 +72,11 @@ class SessionPages(Controller):
         request: AnyRequest,
         relationship_id: FromPath[uuid.UUID],
         session_flags: Flags,
-        offset: FromQuery[int] = 0,
+        cursor: FromQuery[KeyedCursor] = None,
     ) -> Template:
-        """The relationship's sessions, newest activity first, with their flags."""
-        if offset < 0:
-            raise forms.FormInvalid("offset is not a page")
-        page = await session_flags.sessions(relationship_id, offset, PAGE)
+        """The relationship's sessions, newest first, with their flags (cursor-paged as
+        GET /v1/relationships/{id}/sessions)."""
+        page = await session_flags.sessions(relationship_id, cursor, PAGE)
         return render(
             request,
             "relationships/sessions.html",

@@ -15,7 +15,7 @@ from tenancy.access.guard import policy
 from tenancy.access.principal import Principal
 from tether.console import forms
 from tether.console.pages import back_to, may, render
-from tether.memories.session_controllers import provide_session_defaults
+from tether.memories.session_controllers import provide_session_defaults, settings_changed_here
 from tether.memories.session_flags import SessionDefaultsService
 from tether.memories.session_schemas import SessionDefaults
 from tether.retention.services import RetentionRunService
@@ -44,12 +44,19 @@ class TenantSessionPages(Controller):
         )
 
     @post("/session-defaults", opt=policy("tenant_settings", "write"))
-    async def save_defaults(self, request: AnyRequest, session_defaults: Defaults) -> Redirect:
-        """Replace the tenant's session defaults (unticked: off)."""
+    async def save_defaults(
+        self,
+        request: AnyRequest,
+        session_defaults: Defaults,
+        principal: NamedDependency[Principal],
+    ) -> Redirect:
+        """Replace the tenant's session defaults (unticked: off): the ``sessions``
+        section of the settings document, as a new version."""
         form = await request.form()
         names = ("memory_enabled", "knowledge_enabled", "keep_turns_without_memory")
         data = forms.parse(SessionDefaults, {n: forms.text(form, n) == "on" for n in names})
         await session_defaults.put(data)
+        settings_changed_here(request.app.state, principal)
         return back_to("/console/admin/session-defaults?saved=1")
 
     @get("/retention", opt=policy("tenant_settings", "read"))
