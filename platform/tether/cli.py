@@ -246,7 +246,7 @@ def _cmd_audit_verify(settings: Settings, args: argparse.Namespace) -> int:
 def _cmd_audit_verify_export(_: Settings, args: argparse.Namespace) -> int:
     from tether.runtime.audit import verify_export_file
 
-    report = verify_export_file(args.file)
+    report = verify_export_file(args.file, args.public_key)
     print(json.dumps(report, indent=2, ensure_ascii=False))  # noqa: T201
     return 0 if report["ok"] else 1
 
@@ -274,9 +274,18 @@ def _audit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "verify-export",
         help="check a signed export file (GET /v1/audit/export) without the database: the "
         "trailer's signature, every line's MAC, the count and the digest; names the first "
-        "bad line, exits 1 (needs the server's audit secret)",
+        "bad line, exits 1 (needs the server's audit secret, or --public-key)",
     )
     verify_export.add_argument("file", help="the exported .jsonl file")
+    verify_export.add_argument(
+        "--public-key",
+        default=None,
+        metavar="KEY",
+        help="check with the tenant's public key only (GET /v1/audit/public-key: its "
+        "public_key, a file holding it, its PEM or the whole JSON answer): the trailer's "
+        "signature, the count and the digest; no secret is read, and a changed line is "
+        "found but not named",
+    )
     verify_export.set_defaults(handler=_cmd_audit_verify_export)
 
 
@@ -393,7 +402,9 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "region", "unset") is None:
         args.region = settings.region
     try:
-        if args.command not in ("mcp", "doctor"):
+        # An auditor checking an export with the public key has no secret, and needs none.
+        public_only = getattr(args, "public_key", None) is not None
+        if args.command not in ("mcp", "doctor") and not public_only:
             from tenancy.audit import keys
 
             if settings.audit.secret is None:  # the key file goes there: say so plainly

@@ -120,7 +120,11 @@ class AuditCheckpoint(Base):
     seq: Mapped[int] = mapped_column(BigInteger)
     hash: Mapped[str] = mapped_column(String(64))
     keyed_from: Mapped[int] = mapped_column(BigInteger)
-    signature: Mapped[str] = mapped_column(String(64))
+    signature: Mapped[str] = mapped_column(String(128))
+    # Rows from before migration 0026 are "hmac-sha256" (no key id); since, "ed25519"
+    # with the fingerprint of the tenant's public key (decision 0073).
+    algorithm: Mapped[str] = mapped_column(String(32), server_default="hmac-sha256")
+    key_id: Mapped[str | None] = mapped_column(String(48))
 
 
 class AuditAnchor(Base):
@@ -143,4 +147,6 @@ class AuditAnchor(Base):
     # The retention run that removed up to here: its kind and its cutoff.
     run: Mapped[str] = mapped_column(String(96))
     cutoff: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    signature: Mapped[str] = mapped_column(String(64))
+    signature: Mapped[str] = mapped_column(String(128))
+    algorithm: Mapped[str] = mapped_column(String(32), server_default="hmac-sha256")
+    key_id: Mapped[str | None] = mapped_column(String(48))
