@@ -46,21 +46,24 @@ def anchor_message(row: AuditAnchor) -> bytes:
 
 
 def hmac_anchor_signature(row: AuditAnchor) -> str:
-    """The signature of a legacy anchor (made only by tests since decision 0073)."""
+    """The HMAC of an anchor: all a legacy row has; new rows keep it for the previous
+    release during a rolling upgrade (decision 0073)."""
     return hmac.new(anchor_key(row.tenant_id), anchor_message(row), hashlib.sha256).hexdigest()
 
 
 def sign_anchor(row: AuditAnchor) -> None:
     row.algorithm = signing.ALGORITHM
     row.key_id = signing.key_id(signing.public_key(row.tenant_id))
-    row.signature = signing.sign(row.tenant_id, PURPOSE, anchor_message(row))
+    row.public_signature = signing.sign(row.tenant_id, PURPOSE, anchor_message(row))
+    row.signature = hmac_anchor_signature(row)
 
 
 def anchor_signed(row: AuditAnchor) -> bool:
     """Whether the anchor's signature is the server's, by the algorithm the row names."""
     if row.algorithm == signing.ALGORITHM:
         key = signing.public_key(row.tenant_id)
-        return signing.verify(key, PURPOSE, anchor_message(row), row.signature)
+        signature = row.public_signature or ""
+        return signing.verify(key, PURPOSE, anchor_message(row), signature)
     if row.algorithm == LEGACY:
         return hmac.compare_digest(hmac_anchor_signature(row), row.signature)
     return False

@@ -39,7 +39,9 @@ def message(tenant_id: uuid.UUID, seq: int, digest: str, keyed_from: int, at: st
 
 
 def hmac_signature(tenant_id: uuid.UUID, seq: int, digest: str, keyed_from: int, at: str) -> str:
-    """The signature of a legacy checkpoint (made only by tests since decision 0073)."""
+    """The HMAC of a checkpoint: all a legacy row has; a new row keeps it beside its
+    Ed25519 signature so that the previous release, during a rolling upgrade, still
+    verifies it (decision 0073)."""
     body = message(tenant_id, seq, digest, keyed_from, at)
     return hmac.new(checkpoint_key(tenant_id), body, hashlib.sha256).hexdigest()
 
@@ -76,14 +78,18 @@ def signed_by(checkpoint: CheckpointRead, key: Ed25519PublicKey) -> bool:
 
 
 def read(row: AuditCheckpoint) -> CheckpointRead:
-    key_id = row.key_id if row.algorithm == signing.ALGORITHM else None
+    """The row with the signature its algorithm names (Ed25519 when it has one)."""
+    if row.algorithm == signing.ALGORITHM:
+        signature, key_id = row.public_signature or "", row.key_id
+    else:
+        signature, key_id = row.signature, None
     return CheckpointRead(
         row.tenant_id,
         row.seq,
         row.hash,
         row.keyed_from,
         row.at,
-        row.signature,
+        signature,
         row.algorithm,
         key_id,
     )
@@ -108,6 +114,7 @@ async def write_checkpoint(session: AsyncSession, tenant_id: uuid.UUID) -> Check
     """Sign and keep the tenant's current head."""
     current = await head(session, tenant_id)
     at = datetime.now(UTC)
+    body = message(tenant_id, current.seq, current.hash, current.keyed_from, at.isoformat())
     row = AuditCheckpoint(
         id=new_id(),
         tenant_id=tenant_id,
@@ -115,13 +122,10 @@ async def write_checkpoint(session: AsyncSession, tenant_id: uuid.UUID) -> Check
         seq=current.seq,
         hash=current.hash,
         keyed_from=current.keyed_from,
-        signature=signing.sign(
-            tenant_id,
-            PURPOSE,
-            message(tenant_id, current.seq, current.hash, current.keyed_from, at.isoformat()),
-        ),
+        signature=hmac.new(checkpoint_key(tenant_id), body, hashlib.sha256).hexdigest(),
         algorithm=signing.ALGORITHM,
         key_id=signing.key_id(signing.public_key(tenant_id)),
+        public_signature=signing.sign(tenant_id, PURPOSE, body),
     )
     session.add(row)
     await session.flush()

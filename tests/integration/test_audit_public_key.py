@@ -35,7 +35,7 @@ async def _events(client, tenant) -> list[dict]:  # type: ignore[no-untyped-def]
 
 
 async def test_each_tenant_gets_its_own_key_and_it_checks_its_checkpoints(
-    client, make_tenant
+    client, make_tenant, superuser
 ) -> None:
     a, b = await make_tenant(), await make_tenant()
     compliance_b = await b.key("compliance")
@@ -58,6 +58,15 @@ async def test_each_tenant_gets_its_own_key_and_it_checks_its_checkpoints(
     assert not signed_by(checkpoint, parse_public_key(key_b["public_key"]))
     verify = (await client.post("/v1/audit/verify", json=made, headers=a.admin)).json()
     assert verify["ok"] is True, verify
+    async with superuser.connect() as conn:  # the HMAC the previous release checks
+        stored = (
+            await conn.execute(
+                text("SELECT signature FROM audit_checkpoints WHERE tenant_id = :t"), {"t": a.id}
+            )
+        ).scalar_one()
+    at = checkpoint.at.isoformat()
+    tid = checkpoint.tenant_id
+    assert stored == hmac_signature(tid, checkpoint.seq, checkpoint.hash, 1, at)
 
 
 async def test_a_legacy_hmac_checkpoint_still_verifies(client, make_tenant, superuser) -> None:
