@@ -251,6 +251,14 @@ def _cmd_audit_verify_export(_: Settings, args: argparse.Namespace) -> int:
     return 0 if report["ok"] else 1
 
 
+def _cmd_audit_verify_checkpoint(_: Settings, args: argparse.Namespace) -> int:
+    from tether.runtime.audit import verify_checkpoint_file
+
+    report = verify_checkpoint_file(args.file, args.public_key)
+    print(json.dumps(report, indent=2))  # noqa: T201
+    return 0 if report["ok"] else 1
+
+
 def _audit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     audit = sub.add_parser("audit", help="verify a tenant's audit chain or an export")
     audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="ACTION")
@@ -287,6 +295,16 @@ def _audit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "found but not named",
     )
     verify_export.set_defaults(handler=_cmd_audit_verify_export)
+    verify_checkpoint = audit_sub.add_parser(
+        "verify-checkpoint",
+        help="check a kept checkpoint's signature with the tenant's public key only "
+        "(no database, no secret); exits 1 if it does not match",
+    )
+    verify_checkpoint.add_argument("file", help="a checkpoint JSON file")
+    verify_checkpoint.add_argument(
+        "--public-key", required=True, metavar="KEY", help="as for verify-export"
+    )
+    verify_checkpoint.set_defaults(handler=_cmd_audit_verify_checkpoint)
 
 
 def build_parser() -> argparse.ArgumentParser:

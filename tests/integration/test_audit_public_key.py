@@ -132,14 +132,16 @@ async def test_a_legacy_hmac_anchor_still_verifies(client, make_tenant, superuse
     assert "anchor" in bad["reason"]
 
 
-def _cli(path: Path, key: Path, home: Path) -> subprocess.CompletedProcess[str]:
+def _cli(
+    path: Path, key: Path, home: Path, command: str = "verify-export"
+) -> subprocess.CompletedProcess[str]:
     """``tether audit verify-export`` as an auditor runs it: no secret, no database."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")}
     env["TETHER_DATA_DIR"] = str(home)
     return subprocess.run(
         [
             sys.executable,
-            *("-m", "tether.cli", "audit", "verify-export"),
+            *("-m", "tether.cli", "audit", command),
             str(path),
             "--public-key",
             str(key),
@@ -204,3 +206,22 @@ async def test_the_cli_verifies_an_export_with_the_public_key_only(
     theirs = _cli(tmp_path / "good.jsonl", other_key, home)
     assert theirs.returncode == 1
     assert "key" in json.loads(theirs.stdout)["reason"]
+
+
+async def test_the_cli_checks_a_kept_checkpoint_with_the_public_key_only(
+    client, make_tenant, tmp_path: Path
+) -> None:
+    tenant = await make_tenant()
+    kept = (await client.post("/v1/audit/checkpoints", headers=tenant.admin)).json()
+    key_file = tmp_path / "key.json"
+    key_file.write_bytes((await client.get("/v1/audit/public-key", headers=tenant.admin)).content)
+    home = tmp_path / "auditor"
+    good, edited = tmp_path / "kept.json", tmp_path / "edited.json"
+    good.write_text(json.dumps(kept))
+    edited.write_text(json.dumps(kept | {"seq": kept["seq"] + 1}))
+    ok = _cli(good, key_file, home, "verify-checkpoint")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert json.loads(ok.stdout)["ok"] is True
+    bad = _cli(edited, key_file, home, "verify-checkpoint")
+    assert bad.returncode == 1
+    assert "signature" in json.loads(bad.stdout)["reason"]

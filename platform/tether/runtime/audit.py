@@ -15,7 +15,7 @@ import msgspec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from tenancy.access.repositories import TenantRepository
-from tenancy.audit.checkpoints import write_checkpoint
+from tenancy.audit.checkpoints import signed_by, write_checkpoint
 from tenancy.audit.export_format import verify_stream
 from tenancy.audit.schemas import CheckpointRead
 from tenancy.audit.sealing import seal_all
@@ -29,8 +29,10 @@ from tether.runtime.preflight import StartupError
 
 
 def _checkpoint(path: str | None) -> CheckpointRead | None:
-    if path is None:
-        return None
+    return None if path is None else _read_checkpoint(path)
+
+
+def _read_checkpoint(path: str) -> CheckpointRead:
     try:
         return msgspec.json.decode(Path(path).read_bytes(), type=CheckpointRead)
     except (OSError, msgspec.DecodeError) as exc:
@@ -101,6 +103,23 @@ def load_public_key(given: str) -> Ed25519PublicKey:
         raise StartupError(
             f"--public-key: {exc}", "pass public_key from GET /v1/audit/public-key"
         ) from exc
+
+
+def verify_checkpoint_file(path: str, public_key: str) -> dict[str, Any]:
+    """Check a kept checkpoint's signature with the tenant's public key alone (its chain
+    is compared with it by ``POST /v1/audit/verify``, which needs the database)."""
+    checkpoint = _read_checkpoint(path)
+    key = load_public_key(public_key)
+    ok = signed_by(checkpoint, key)
+    report: dict[str, Any] = {"file": path, "ok": ok, "seq": checkpoint.seq}
+    if not ok:
+        report["reason"] = (
+            f"the checkpoint is signed with {checkpoint.algorithm!r}: only the server's "
+            "secret checks it"
+            if checkpoint.algorithm != "ed25519"
+            else "the signature does not match the public key (edited, or another tenant's)"
+        )
+    return report
 
 
 def verify_export_file(path: str, public_key: str | None = None) -> dict[str, Any]:
