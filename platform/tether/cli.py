@@ -253,8 +253,16 @@ def _cmd_audit_verify(settings: Settings, args: argparse.Namespace) -> int:
 def _cmd_audit_verify_export(_: Settings, args: argparse.Namespace) -> int:
     from tether.runtime.audit import verify_export_file
 
-    report = verify_export_file(args.file)
+    report = verify_export_file(args.file, args.public_key)
     print(json.dumps(report, indent=2, ensure_ascii=False))  # noqa: T201
+    return 0 if report["ok"] else 1
+
+
+def _cmd_audit_verify_checkpoint(_: Settings, args: argparse.Namespace) -> int:
+    from tether.runtime.audit import verify_checkpoint_file
+
+    report = verify_checkpoint_file(args.file, args.public_key)
+    print(json.dumps(report, indent=2))  # noqa: T201
     return 0 if report["ok"] else 1
 
 
@@ -281,10 +289,29 @@ def _audit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "verify-export",
         help="check a signed export file (GET /v1/audit/export) without the database: the "
         "trailer's signature, every line's MAC, the count and the digest; names the first "
-        "bad line, exits 1 (needs the server's audit secret)",
+        "bad line, exits 1 (needs the server's audit secret, or --public-key)",
     )
     verify_export.add_argument("file", help="the exported .jsonl file")
+    verify_export.add_argument(
+        "--public-key",
+        default=None,
+        metavar="KEY",
+        help="check with the tenant's public key only (GET /v1/audit/public-key: its "
+        "public_key, a file holding it, its PEM or the whole JSON answer): the trailer's "
+        "signature, the count and the digest; no secret is read, and a changed line is "
+        "found but not named",
+    )
     verify_export.set_defaults(handler=_cmd_audit_verify_export)
+    verify_checkpoint = audit_sub.add_parser(
+        "verify-checkpoint",
+        help="check a kept checkpoint's signature with the tenant's public key only "
+        "(no database, no secret); exits 1 if it does not match",
+    )
+    verify_checkpoint.add_argument("file", help="a checkpoint JSON file")
+    verify_checkpoint.add_argument(
+        "--public-key", required=True, metavar="KEY", help="as for verify-export"
+    )
+    verify_checkpoint.set_defaults(handler=_cmd_audit_verify_checkpoint)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -400,7 +427,9 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "region", "unset") is None:
         args.region = settings.region
     try:
-        if args.command not in ("mcp", "doctor"):
+        # An auditor checking an export with the public key has no secret, and needs none.
+        public_only = getattr(args, "public_key", None) is not None
+        if args.command not in ("mcp", "doctor") and not public_only:
             from tenancy.audit import keys
 
             if settings.audit.secret is None:  # the key file goes there: say so plainly

@@ -2,10 +2,11 @@
 
 Pruning removes a prefix of the chain. Before a batch is deleted, an anchor is written
 in the same transaction: the ``seq`` and ``hash`` of the last removed link, signed with
-the tenant's anchor key (derived from the server secret, never stored). Verification
-then starts from the latest anchor as it would from the genesis hash: the first
-remaining event must be ``seq + 1`` and link to ``hash``, so a change, a removal in the
-middle and a truncation of the tail are still found; a forged anchor fails its
+the tenant's Ed25519 key (derived from the server secret, never stored; anchors from
+before decision 0073 carry an HMAC under the anchor key, and their row says so).
+Verification then starts from the latest anchor as it would from the genesis hash: the
+first remaining event must be ``seq + 1`` and link to ``hash``, so a change, a removal
+in the middle and a truncation of the tail are still found; a forged anchor fails its
 signature, and a removed anchor leaves a gap at the start of the chain.
 """
 
@@ -19,17 +20,19 @@ from datetime import UTC, datetime
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenancy.audit import signing
 from tenancy.audit.chain import canonical
 from tenancy.audit.checkpoints import head
 from tenancy.audit.keys import anchor_key
 from tenancy.audit.models import AuditAnchor, AuditEvent
 from tether.core.ids import new_id
 
-ALGORITHM = "hmac-sha256"
+LEGACY = "hmac-sha256"  # anchors stored before decision 0073
+PURPOSE = "tether-audit/anchor"
 
 
-def anchor_signature(row: AuditAnchor) -> str:
-    message = canonical(
+def anchor_message(row: AuditAnchor) -> bytes:
+    return canonical(
         {
             "tenant_id": row.tenant_id,
             "seq": row.seq,
@@ -39,13 +42,31 @@ def anchor_signature(row: AuditAnchor) -> str:
             "run": row.run,
             "cutoff": row.cutoff.isoformat(),
         }
-    )
-    digest = hmac.new(anchor_key(row.tenant_id), message.encode(), hashlib.sha256)
-    return digest.hexdigest()
+    ).encode()
+
+
+def hmac_anchor_signature(row: AuditAnchor) -> str:
+    """The HMAC of an anchor: all a legacy row has; new rows keep it for the previous
+    release during a rolling upgrade (decision 0073)."""
+    return hmac.new(anchor_key(row.tenant_id), anchor_message(row), hashlib.sha256).hexdigest()
+
+
+def sign_anchor(row: AuditAnchor) -> None:
+    row.algorithm = signing.ALGORITHM
+    row.key_id = signing.key_id(signing.public_key(row.tenant_id))
+    row.public_signature = signing.sign(row.tenant_id, PURPOSE, anchor_message(row))
+    row.signature = hmac_anchor_signature(row)
 
 
 def anchor_signed(row: AuditAnchor) -> bool:
-    return hmac.compare_digest(anchor_signature(row), row.signature)
+    """Whether the anchor's signature is the server's, by the algorithm the row names."""
+    if row.algorithm == signing.ALGORITHM:
+        key = signing.public_key(row.tenant_id)
+        signature = row.public_signature or ""
+        return signing.verify(key, PURPOSE, anchor_message(row), signature)
+    if row.algorithm == LEGACY:
+        return hmac.compare_digest(hmac_anchor_signature(row), row.signature)
+    return False
 
 
 async def latest_anchor(session: AsyncSession, tenant_id: uuid.UUID) -> AuditAnchor | None:
@@ -92,7 +113,7 @@ async def prune_batch(
         run=run[:96],
         cutoff=cutoff,
     )
-    anchor.signature = anchor_signature(anchor)
+    sign_anchor(anchor)
     session.add(anchor)
     await session.flush()  # the prune function and the delete triggers look for it
     # The application role may not DELETE audit rows; this definer function removes

@@ -1,5 +1,6 @@
 """GET /v1/audit, /v1/audit/export (signed JSON lines, streamed), /v1/audit/verify (and POST,
-against a kept checkpoint), /v1/audit/access (the access log), /v1/audit/checkpoints."""
+against a kept checkpoint), /v1/audit/access (the access log), /v1/audit/checkpoints,
+/v1/audit/public-key (what checks the signatures without the server's secret)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,13 @@ from tenancy.audit.access_query import AccessFilter, access_page
 from tenancy.audit.checkpoints import latest_checkpoint, write_checkpoint
 from tenancy.audit.exports import ExportKind, export_stream, plan_export
 from tenancy.audit.log import Actor
-from tenancy.audit.schemas import AccessPage, AuditPage, AuditVerification, CheckpointRead
+from tenancy.audit.schemas import (
+    AccessPage,
+    AuditPage,
+    AuditPublicKey,
+    AuditVerification,
+    CheckpointRead,
+)
 from tenancy.audit.sealing import seal_all
 from tenancy.audit.services import AuditFilter, AuditFilterInvalid, AuditService
 from tenancy.principal import Principal
@@ -113,7 +120,8 @@ class AuditController(Controller):
         with ``kind=access``, one access event) per line with its ``line_mac``, then a
         trailer that signs the filters, the count, a digest over the lines and the chain
         head the range is anchored to. Recorded as ``audit.export``. Check it offline
-        with ``tether audit verify-export FILE``."""
+        with ``tether audit verify-export FILE`` (the server's secret) or
+        ``tether audit verify-export FILE --public-key KEY`` (``/v1/audit/public-key``)."""
         if kind == "audit":
             if purpose is not None or memory_id is not None:
                 raise AuditFilterInvalid("purpose and memory_id filter kind=access only")
@@ -235,3 +243,10 @@ class AuditController(Controller):
         """Seal pending access events and sign the chain's head now."""
         await seal_now(access_log, resources, principal)
         return await write_checkpoint(db_session, principal.tenant_id)
+
+    @get("/public-key", operation_id="GetAuditPublicKey", opt=policy("audit", "read"))
+    async def public_key(self, audit_service: Audit) -> AuditPublicKey:
+        """The tenant's Ed25519 public key and its id (the fingerprint that checkpoints
+        and export trailers name): it checks their signatures, and those of retention
+        anchors, without the server's secret. Keep it outside Tether."""
+        return audit_service.public_key()

@@ -78,3 +78,9 @@ def export_key(tenant_id: uuid.UUID) -> bytes:
 def anchor_key(tenant_id: uuid.UUID) -> bytes:
     """The key that signs the tenant's retention anchors (decision 0072)."""
     return _derive("anchor", tenant_id)
+
+
+def signing_seed(tenant_id: uuid.UUID) -> bytes:
+    """The 32-byte seed of the tenant's Ed25519 signing key (decision 0073): derived
+    like the HMAC keys, so the key pair needs no storage and every process agrees."""
+    return _derive("ed25519-signing", tenant_id)

@@ -120,7 +120,14 @@ class AuditCheckpoint(Base):
     seq: Mapped[int] = mapped_column(BigInteger)
     hash: Mapped[str] = mapped_column(String(64))
     keyed_from: Mapped[int] = mapped_column(BigInteger)
+    # The HMAC under the tenant's checkpoint key: rows from before migration 0026 have
+    # only this ("hmac-sha256"); later rows ("ed25519") keep it for a previous release
+    # still running, and carry the Ed25519 signature that counts in ``public_signature``
+    # with its key's fingerprint (decision 0073).
     signature: Mapped[str] = mapped_column(String(64))
+    algorithm: Mapped[str] = mapped_column(String(32), server_default="hmac-sha256")
+    key_id: Mapped[str | None] = mapped_column(String(48))
+    public_signature: Mapped[str | None] = mapped_column(String(128))
 
 
 class AuditAnchor(Base):
@@ -143,4 +150,8 @@ class AuditAnchor(Base):
     # The retention run that removed up to here: its kind and its cutoff.
     run: Mapped[str] = mapped_column(String(96))
     cutoff: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # As on checkpoints: the HMAC, and since decision 0073 the Ed25519 signature too.
     signature: Mapped[str] = mapped_column(String(64))
+    algorithm: Mapped[str] = mapped_column(String(32), server_default="hmac-sha256")
+    key_id: Mapped[str | None] = mapped_column(String(48))
+    public_signature: Mapped[str | None] = mapped_column(String(128))

@@ -63,7 +63,24 @@ class CheckpointRead(msgspec.Struct):
     keyed_from: Annotated[int, _SEQ]
     at: datetime
     signature: Annotated[str, _HEX]
+    # "ed25519" (checkpoints since decision 0073: check with ``GET /v1/audit/public-key``)
+    # or "hmac-sha256" (older ones: only the server's secret checks them).
     algorithm: Annotated[str, msgspec.Meta(max_length=32, pattern="^[a-z0-9-]*$")] = "hmac-sha256"
+    # The fingerprint of the public key that checks ``signature`` (Ed25519 only).
+    key_id: Annotated[str, msgspec.Meta(max_length=48, pattern="^[a-z0-9:]*$")] | None = None
+
+
+class AuditPublicKey(msgspec.Struct):
+    """The tenant's Ed25519 public key: it checks checkpoints, export trailers and
+    retention anchors without the server's secret (decision 0073)."""
+
+    tenant_id: uuid.UUID
+    algorithm: str
+    key_id: str
+    # Base64 of the raw 32-byte key (what ``tether audit verify-export --public-key``
+    # takes), and the same key as PEM (SubjectPublicKeyInfo) for other tools.
+    public_key: str
+    public_key_pem: str
 
 
 class AccessEventRead(msgspec.Struct):

@@ -11,6 +11,7 @@ from msgspec.structs import replace
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenancy.audit import signing
 from tenancy.audit.anchors import anchor_signed, latest_anchor
 from tenancy.audit.chain import GENESIS, HASHED_FIELDS, event_hash
 from tenancy.audit.checkpoints import latest_checkpoint, signed
@@ -20,6 +21,7 @@ from tenancy.audit.schemas import (
     AccessReportEntry,
     AuditEventRead,
     AuditPage,
+    AuditPublicKey,
     AuditVerification,
     CheckpointRead,
 )
@@ -127,6 +129,17 @@ class AuditService:
             statement = statement.where(beyond)
         rows = list((await self._session.execute(statement)).scalars())
         return AuditPage([read(r) for r in rows], next_cursor(rows, limit))
+
+    def public_key(self) -> AuditPublicKey:
+        """The tenant's Ed25519 public key (derived, never stored: no query)."""
+        key = signing.public_key(self._tenant_id)
+        return AuditPublicKey(
+            self._tenant_id,
+            signing.ALGORITHM,
+            signing.key_id(key),
+            signing.encoded(key),
+            signing.pem(key),
+        )
 
     async def link(self, event_id: uuid.UUID) -> AuditLink | None:
         """An event with its neighbours in the chain, and whether its own hash and its

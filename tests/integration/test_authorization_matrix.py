@@ -230,6 +230,7 @@ TABLE: dict[tuple[str, str], Route] = {
     ("GET", "/v1/audit/access"): Route("ADDDA"),
     ("GET", "/v1/audit/checkpoints/latest"): Route("ADDDA", _checkpoint),
     ("POST", "/v1/audit/checkpoints"): Route("ADDDA"),
+    ("GET", "/v1/audit/public-key"): Route("ADDDA"),
     ("GET", "/v1/knowledge-bases"): Route("AAADD"),
     ("POST", "/v1/knowledge-bases"): Route("ADODD", _fresh_persona_base, objects=True),
     ("GET", KB): Route("AAODD"),

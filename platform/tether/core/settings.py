@@ -409,9 +409,10 @@ class AuditSettings(BaseModel):
     """The audit log's keys, the access log's batching and the sealing and checkpoint
     schedules (decisions 0042-0044)."""
 
-    # The server secret the per-tenant chain and checkpoint keys are derived from (HMAC-
-    # SHA256 of the tenant id). Unset: a random one made once in ``data_dir/audit.key``
-    # (embedded runs; every API and worker process must see the same secret).
+    # The server secret the per-tenant chain MAC keys and Ed25519 signing keys are
+    # derived from (HMAC-SHA256 of purpose and tenant id; decisions 0043, 0073). Unset: a
+    # random one made once in ``data_dir/audit.key`` (embedded runs; every API and worker
+    # process must see the same secret). Changing it changes every public key.
     secret: SecretStr | None = None
     # A process writes the access events it collected every this many seconds.
     access_flush_seconds: float = Field(default=0.25, gt=0, le=60)

@@ -206,9 +206,32 @@ export interface paths {
          *     with ``kind=access``, one access event) per line with its ``line_mac``, then a
          *     trailer that signs the filters, the count, a digest over the lines and the chain
          *     head the range is anchored to. Recorded as ``audit.export``. Check it offline
-         *     with ``tether audit verify-export FILE``.
+         *     with ``tether audit verify-export FILE`` (the server's secret) or
+         *     ``tether audit verify-export FILE --public-key KEY`` (``/v1/audit/public-key``).
          */
         get: operations["ExportAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit/public-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get audit public key
+         * @description The tenant's Ed25519 public key and its id (the fingerprint that checkpoints
+         *     and export trailers name): it checks their signatures, and those of retention
+         *     anchors, without the server's secret. Keep it outside Tether.
+         */
+        get: operations["GetAuditPublicKey"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1043,6 +1066,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/relationships/{relationship_id}/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List sessions
+         * @description The relationship's sessions, most recently opened first, each with the flags
+         *     in force and which level set them.
+         */
+        get: operations["ListSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/relationships/{relationship_id}/sessions/{session_id}": {
         parameters: {
             query?: never;
@@ -1266,7 +1310,8 @@ export interface paths {
         get: operations["GetSessionDefaults"];
         /**
          * Put session defaults
-         * @description Replace the tenant's session defaults.
+         * @description Replace the tenant's session defaults: the ``sessions`` section of the tenant
+         *     settings, written as a new version (audited as ``settings.update``).
          */
         put: operations["PutSessionDefaults"];
         post?: never;
@@ -1637,6 +1682,15 @@ export interface components {
             items: components["schemas"]["AuditEventRead"][];
             next_cursor: string | null;
         };
+        /** AuditPublicKey */
+        AuditPublicKey: {
+            algorithm: string;
+            key_id: string;
+            public_key: string;
+            public_key_pem: string;
+            /** Format: uuid */
+            tenant_id: string;
+        };
         /** AuditVerification */
         AuditVerification: {
             /** @default 0 */
@@ -1674,6 +1728,7 @@ export interface components {
             /** Format: date-time */
             at: string;
             hash: string;
+            key_id?: string | null;
             keyed_from: number;
             seq: number;
             signature: string;
@@ -2724,6 +2779,31 @@ export interface components {
             session_id: string;
             turns: number;
         };
+        /** SessionSummary */
+        SessionSummary: {
+            ended_at: string | null;
+            flags: components["schemas"]["SessionFlagsRead"];
+            /** Format: date-time */
+            last_turn_at: string;
+            /** Format: date-time */
+            opened_at: string;
+            session_id: string;
+            turn_count: number;
+        };
+        /** SessionSummaryPage */
+        SessionSummaryPage: {
+            items: components["schemas"]["SessionSummary"][];
+            next_cursor: string | null;
+        };
+        /** SessionsTenantSettings */
+        SessionsTenantSettings: {
+            /** @default true */
+            keep_turns_without_memory?: boolean;
+            /** @default false */
+            knowledge_enabled?: boolean;
+            /** @default true */
+            memory_enabled?: boolean;
+        };
         /** SourceRead */
         SourceRead: {
             /** Format: uuid */
@@ -2797,6 +2877,7 @@ export interface components {
             ownership: components["schemas"]["OwnershipSettings"];
             privacy: components["schemas"]["PrivacyTenantSettings"];
             retention: components["schemas"]["RetentionSettings"];
+            sessions: components["schemas"]["SessionsTenantSettings"];
             updated_at: string | null;
             updated_by_key_id: string | null;
             version: number;
@@ -2812,6 +2893,7 @@ export interface components {
             /** @default  */
             reason?: string;
             retention?: components["schemas"]["RetentionSettings"];
+            sessions?: components["schemas"]["SessionsTenantSettings"];
         };
         /** TransferRequest */
         TransferRequest: {
@@ -3629,6 +3711,70 @@ export interface operations {
             };
             /** @description A field is invalid; `errors` names each one (`invalid_input`). */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    GetAuditPublicKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPublicKey"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8594,6 +8740,93 @@ export interface operations {
             };
             /** @description The body is larger than this deployment accepts (`payload_too_large`). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (`rate_limited`, `quota_exceeded`): wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The remaining quota of the limit that applied (IETF RateLimit). */
+                    RateLimit?: string;
+                    /** @description The limit that applied (IETF RateLimit-Policy). */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is unavailable (`database_unavailable`, `service_unavailable`): retry after `Retry-After` seconds; writes with the same idempotency key. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ListSessions: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                relationship_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionSummaryPage"];
+                };
+            };
+            /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such object, or one out of this key's reach: both answer 404 (`*_not_found`). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -390,6 +390,22 @@ ListAccessEvents: Operation[m.AccessPage] = Operation(
 )
 
 
+GetAuditPublicKey: Operation[m.AuditPublicKey] = Operation(
+    op_id="GetAuditPublicKey",
+    method="GET",
+    path="/v1/audit/public-key",
+    params=None,
+    where={},
+    wire_names={},
+    body=None,
+    body_kind="none",
+    response=m.AuditPublicKey,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
 VerifyAuditChain: Operation[m.AuditVerification] = Operation(
     op_id="VerifyAuditChain",
     method="GET",
@@ -2150,6 +2166,35 @@ GetSessionFlags: Operation[m.SessionFlagsRead] = Operation(
 )
 
 
+class ListSessionsParams(msgspec.Struct, kw_only=True):
+    relationship_id: Annotated[
+        str,
+        msgspec.Meta(
+            pattern="^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        ),
+    ]
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=704, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
+
+
+ListSessions: Operation[m.SessionSummaryPage] = Operation(
+    op_id="ListSessions",
+    method="GET",
+    path="/v1/relationships/{relationship_id}/sessions",
+    params=ListSessionsParams,
+    where={"relationship_id": "path", "cursor": "query", "limit": "query"},
+    wire_names={},
+    body=None,
+    body_kind="none",
+    response=m.SessionSummaryPage,
+    response_kind="json",
+    idempotency=None,
+    retry="all",
+)
+
+
 class PutSessionFlagsParams(msgspec.Struct, kw_only=True):
     relationship_id: Annotated[
         str,
@@ -2590,6 +2635,7 @@ OPERATIONS: dict[str, Operation[Any]] = {
     "ExportRelationship": ExportRelationship,
     "ExportUser": ExportUser,
     "ForgetSession": ForgetSession,
+    "GetAuditPublicKey": GetAuditPublicKey,
     "GetConsent": GetConsent,
     "GetCreator": GetCreator,
     "GetDocument": GetDocument,
@@ -2630,6 +2676,7 @@ OPERATIONS: dict[str, Operation[Any]] = {
     "ListReembedRuns": ListReembedRuns,
     "ListRelationships": ListRelationships,
     "ListRetentionRuns": ListRetentionRuns,
+    "ListSessions": ListSessions,
     "ListTurns": ListTurns,
     "ListUserRelationships": ListUserRelationships,
     "ListUsers": ListUsers,

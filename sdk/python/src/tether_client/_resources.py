@@ -98,7 +98,9 @@ class AuditResource(SyncResource):
         ``kind=access``, one access event) per line with its ``line_mac``, then a
         trailer that signs the filters, the count, a digest over the lines and the
         chain head the range is anchored to. Recorded as ``audit.export``. Check it
-        offline with ``tether audit verify-export FILE``.
+        offline with ``tether audit verify-export FILE`` (the server's secret) or
+        ``tether audit verify-export FILE --public-key KEY`` (``/v1/audit/public-
+        key``).
         """
         return self._core.stream_to(
             ops.ExportAuditEvents,
@@ -206,6 +208,15 @@ class AuditResource(SyncResource):
             timeout,
         )
 
+    def public_key(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.AuditPublicKey:
+        """Get audit public key.
+
+        The tenant's Ed25519 public key and its id (the fingerprint that checkpoints and
+        export trailers name): it checks their signatures, and those of retention
+        anchors, without the server's secret. Keep it outside Tether.
+        """
+        return self._core.call(ops.GetAuditPublicKey, {}, None, timeout)
+
     def verify(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.AuditVerification:
         """Verify audit chain.
 
@@ -225,6 +236,7 @@ class AuditResource(SyncResource):
         signature: str,
         tenant_id: str,
         algorithm: str | NotGiven = NOT_GIVEN,
+        key_id: str | None | NotGiven = NOT_GIVEN,
         timeout: float | None | NotGiven = NOT_GIVEN,
     ) -> m.AuditVerification:
         """Verify audit chain against checkpoint.
@@ -243,6 +255,7 @@ class AuditResource(SyncResource):
                 "signature": signature,
                 "tenant_id": tenant_id,
                 "algorithm": algorithm,
+                "key_id": key_id,
             },
             timeout,
         )
@@ -1481,7 +1494,8 @@ class SessionDefaultsResource(SyncResource):
     ) -> m.SessionDefaults:
         """Put session defaults.
 
-        Replace the tenant's session defaults.
+        Replace the tenant's session defaults: the ``sessions`` section of the tenant
+        settings, written as a new version (audited as ``settings.update``).
         """
         return self._core.call(
             ops.PutSessionDefaults,
@@ -1522,6 +1536,26 @@ class SessionsResource(SyncResource):
             ops.GetSessionFlags,
             {"relationship_id": relationship_id, "session_id": session_id},
             None,
+            timeout,
+        )
+
+    def list(
+        self,
+        relationship_id: str,
+        *,
+        cursor: str | None = None,
+        limit: int | None = None,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> SyncPager[m.SessionSummary]:
+        """List sessions.
+
+        The relationship's sessions, most recently opened first, each with the flags in
+        force and which level set them.
+        """
+        return SyncPager[m.SessionSummary](
+            self._core,
+            ops.ListSessions,
+            {"relationship_id": relationship_id, "cursor": cursor, "limit": limit},
             timeout,
         )
 
@@ -1567,6 +1601,7 @@ class TenantSettingsResource(SyncResource):
         privacy: m.PrivacyTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         reason: str | NotGiven = NOT_GIVEN,
         retention: m.RetentionSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
+        sessions: m.SessionsTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         if_match: str | None = None,
         timeout: float | None | NotGiven = NOT_GIVEN,
     ) -> m.TenantSettingsRead:
@@ -1588,6 +1623,7 @@ class TenantSettingsResource(SyncResource):
                 "privacy": privacy,
                 "reason": reason,
                 "retention": retention,
+                "sessions": sessions,
             },
             timeout,
         )
@@ -1888,7 +1924,9 @@ class AsyncAuditResource(AsyncResource):
         ``kind=access``, one access event) per line with its ``line_mac``, then a
         trailer that signs the filters, the count, a digest over the lines and the
         chain head the range is anchored to. Recorded as ``audit.export``. Check it
-        offline with ``tether audit verify-export FILE``.
+        offline with ``tether audit verify-export FILE`` (the server's secret) or
+        ``tether audit verify-export FILE --public-key KEY`` (``/v1/audit/public-
+        key``).
         """
         return await self._core.stream_to(
             ops.ExportAuditEvents,
@@ -1996,6 +2034,15 @@ class AsyncAuditResource(AsyncResource):
             timeout,
         )
 
+    async def public_key(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.AuditPublicKey:
+        """Get audit public key.
+
+        The tenant's Ed25519 public key and its id (the fingerprint that checkpoints and
+        export trailers name): it checks their signatures, and those of retention
+        anchors, without the server's secret. Keep it outside Tether.
+        """
+        return await self._core.call(ops.GetAuditPublicKey, {}, None, timeout)
+
     async def verify(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> m.AuditVerification:
         """Verify audit chain.
 
@@ -2015,6 +2062,7 @@ class AsyncAuditResource(AsyncResource):
         signature: str,
         tenant_id: str,
         algorithm: str | NotGiven = NOT_GIVEN,
+        key_id: str | None | NotGiven = NOT_GIVEN,
         timeout: float | None | NotGiven = NOT_GIVEN,
     ) -> m.AuditVerification:
         """Verify audit chain against checkpoint.
@@ -2033,6 +2081,7 @@ class AsyncAuditResource(AsyncResource):
                 "signature": signature,
                 "tenant_id": tenant_id,
                 "algorithm": algorithm,
+                "key_id": key_id,
             },
             timeout,
         )
@@ -3279,7 +3328,8 @@ class AsyncSessionDefaultsResource(AsyncResource):
     ) -> m.SessionDefaults:
         """Put session defaults.
 
-        Replace the tenant's session defaults.
+        Replace the tenant's session defaults: the ``sessions`` section of the tenant
+        settings, written as a new version (audited as ``settings.update``).
         """
         return await self._core.call(
             ops.PutSessionDefaults,
@@ -3320,6 +3370,26 @@ class AsyncSessionsResource(AsyncResource):
             ops.GetSessionFlags,
             {"relationship_id": relationship_id, "session_id": session_id},
             None,
+            timeout,
+        )
+
+    def list(
+        self,
+        relationship_id: str,
+        *,
+        cursor: str | None = None,
+        limit: int | None = None,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> AsyncPager[m.SessionSummary]:
+        """List sessions.
+
+        The relationship's sessions, most recently opened first, each with the flags in
+        force and which level set them.
+        """
+        return AsyncPager[m.SessionSummary](
+            self._core,
+            ops.ListSessions,
+            {"relationship_id": relationship_id, "cursor": cursor, "limit": limit},
             timeout,
         )
 
@@ -3365,6 +3435,7 @@ class AsyncTenantSettingsResource(AsyncResource):
         privacy: m.PrivacyTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         reason: str | NotGiven = NOT_GIVEN,
         retention: m.RetentionSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
+        sessions: m.SessionsTenantSettings | Mapping[str, Any] | NotGiven = NOT_GIVEN,
         if_match: str | None = None,
         timeout: float | None | NotGiven = NOT_GIVEN,
     ) -> m.TenantSettingsRead:
@@ -3386,6 +3457,7 @@ class AsyncTenantSettingsResource(AsyncResource):
                 "privacy": privacy,
                 "reason": reason,
                 "retention": retention,
+                "sessions": sessions,
             },
             timeout,
         )

@@ -18,6 +18,7 @@ __all__ = [
     "ApiKeyRotate",
     "AuditEventRead",
     "AuditPage",
+    "AuditPublicKey",
     "AuditVerification",
     "BatchItemResult",
     "ChatMessage",
@@ -142,6 +143,9 @@ __all__ = [
     "SessionFlagsRead",
     "SessionFlagsUpdate",
     "SessionForgotten",
+    "SessionSummary",
+    "SessionSummaryPage",
+    "SessionsTenantSettings",
     "SourceRead",
     "SourceTurn",
     "StoredTurn",
@@ -264,6 +268,14 @@ class AuditPage(msgspec.Struct, kw_only=True, omit_defaults=True):
     next_cursor: str | None
 
 
+class AuditPublicKey(msgspec.Struct, kw_only=True, omit_defaults=True):
+    algorithm: str
+    key_id: str
+    public_key: str
+    public_key_pem: str
+    tenant_id: str
+
+
 class AuditVerification(msgspec.Struct, kw_only=True, omit_defaults=True):
     checked: int
     ok: bool
@@ -301,6 +313,9 @@ class CheckpointRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     ]
     algorithm: Annotated[str, msgspec.Meta(max_length=32, pattern="^[a-z0-9-]*$")] = msgspec.field(
         default="hmac-sha256"
+    )
+    key_id: Annotated[str, msgspec.Meta(max_length=48, pattern="^[a-z0-9:]*$")] | None = (
+        msgspec.field(default=None)
     )
 
 
@@ -1355,6 +1370,26 @@ class SessionForgotten(msgspec.Struct, kw_only=True, omit_defaults=True):
     turns: int
 
 
+class SessionSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
+    ended_at: datetime | None
+    flags: SessionFlagsRead
+    last_turn_at: datetime
+    opened_at: datetime
+    session_id: str
+    turn_count: int
+
+
+class SessionSummaryPage(msgspec.Struct, kw_only=True, omit_defaults=True):
+    items: list[SessionSummary]
+    next_cursor: str | None
+
+
+class SessionsTenantSettings(msgspec.Struct, kw_only=True, omit_defaults=True):
+    keep_turns_without_memory: bool = msgspec.field(default=True)
+    knowledge_enabled: bool = msgspec.field(default=False)
+    memory_enabled: bool = msgspec.field(default=True)
+
+
 class SourceRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     document_id: str
     filename: str
@@ -1431,6 +1466,7 @@ class TenantSettingsRead(msgspec.Struct, kw_only=True, omit_defaults=True):
     ownership: OwnershipSettings
     privacy: PrivacyTenantSettings
     retention: RetentionSettings
+    sessions: SessionsTenantSettings
     updated_at: datetime | None
     updated_by_key_id: str | None
     version: int
@@ -1447,6 +1483,7 @@ class TenantSettingsWrite(msgspec.Struct, kw_only=True, omit_defaults=True):
         default=""
     )
     retention: RetentionSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
+    sessions: SessionsTenantSettings | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET)
 
 
 class TransferRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
