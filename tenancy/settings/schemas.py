@@ -236,10 +236,25 @@ class TenantSettingsRead(msgspec.Struct):
 _decoder = msgspec.json.Decoder(TenantSettingsDocument)
 
 
+_SECTIONS = frozenset(TenantSettingsDocument.__struct_fields__)
+
+
 def parse_document(raw: object) -> TenantSettingsDocument:
-    """A stored document (JSONB, already decoded) as the current sections. A section
-    written by a newer release and unknown here is refused rather than dropped."""
+    """A stored document (JSONB, already decoded) as the sections this release knows.
+    A section a newer release wrote is skipped here, not refused: during a rolling
+    upgrade the older pods still read the tenant's settings (decision 0062); a write
+    keeps it (``newer_sections``)."""
+    if isinstance(raw, dict):
+        raw = {name: value for name, value in raw.items() if name in _SECTIONS}
     return _decoder.decode(msgspec.json.encode(raw))
+
+
+def newer_sections(raw: object) -> dict[str, object]:
+    """The sections of a stored document this release does not know, carried over as
+    they are into the next version it writes."""
+    if not isinstance(raw, dict):
+        return {}
+    return {name: value for name, value in raw.items() if name not in _SECTIONS}
 
 
 def dump_document(document: TenantSettingsDocument) -> dict[str, object]:

@@ -26,6 +26,7 @@ from tenancy.settings.schemas import (
     TenantSettingsRead,
     TenantSettingsWrite,
     dump_document,
+    newer_sections,
     parse_document,
 )
 from tether.core.ids import TenantId
@@ -137,8 +138,9 @@ class TenantSettingsService:
     ) -> TenantSettingsRead:
         version = 0 if current is None else current.version
         in_force = TenantSettingsDocument() if current is None else parse_document(current.document)
-        before = dump_document(in_force)
-        after = dump_document(document)
+        kept = {} if current is None else newer_sections(current.document)
+        before = {**kept, **dump_document(in_force)}
+        after = {**kept, **dump_document(document)}
         try:
             async with self._session.begin_nested():
                 row = await self._settings.append(version + 1, after, self._actor.key_id)

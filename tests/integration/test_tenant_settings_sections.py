@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 from redis import Redis as SyncRedis
+from sqlalchemy import text
 
 from tests.conftest import start_worker, stop_worker
 from tests.integration.test_knowledge_context import (
@@ -304,3 +305,42 @@ async def test_extraction_settings_reach_the_running_worker(
     key = counter_key(TenantId(uuid.UUID(tenant.id)), datetime.now(UTC))
     assert int(redis.get(key) or 0) == 2
     assert 0 < redis.ttl(key) <= 2 * 86_400
+
+
+async def test_a_section_a_newer_release_wrote_is_read_past_and_kept(
+    client, make_tenant, superuser
+) -> None:
+    """Rolling upgrade: a newer pod stored a section this release does not know. This
+    release still reads the settings (no 500), and its own write keeps that section."""
+    tenant = await make_tenant()
+    assert (await _put(client, tenant, {"knowledge": {"query_timeout_ms": 300}})).is_success
+    async with superuser.begin() as conn:
+        await conn.execute(
+            text(
+                "INSERT INTO tenant_settings (tenant_id, version, document) "
+                "SELECT tenant_id, version + 1, document || CAST(:extra AS jsonb) "
+                "FROM tenant_settings WHERE tenant_id = :t ORDER BY version DESC LIMIT 1"
+            ),
+            {"extra": json.dumps({"dreams": {"lucid": True}}), "t": tenant.id},
+        )
+    read = await client.get("/v1/tenant/settings", headers=tenant.admin)
+    assert read.status_code == 200, read.text
+    assert read.json()["knowledge"] == {"query_timeout_ms": 300}
+    assert "dreams" not in read.json()
+    assert (await _put(client, tenant, {"knowledge": {"query_timeout_ms": 400}})).is_success
+    async with superuser.connect() as conn:
+        stored = (
+            await conn.execute(
+                text(
+                    "SELECT document FROM tenant_settings WHERE tenant_id = :t "
+                    "ORDER BY version DESC LIMIT 1"
+                ),
+                {"t": tenant.id},
+            )
+        ).scalar_one()
+    assert stored["dreams"] == {"lucid": True}
+    assert stored["knowledge"] == {"query_timeout_ms": 400}
+    audit = await client.get(
+        "/v1/audit", params={"action": "settings.update"}, headers=tenant.admin
+    )
+    assert audit.json()["items"][-1]["detail"]["sections"] == ["knowledge"]

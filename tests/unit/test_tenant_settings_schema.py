@@ -10,6 +10,7 @@ from tenancy.settings.schemas import (
     MemoryTypeDays,
     MemoryTypeName,
     TenantSettingsDocument,
+    newer_sections,
     parse_document,
 )
 from tether.recall.enums import MemoryLayer, MemoryType
@@ -48,3 +49,11 @@ def test_a_document_stored_before_the_context_sections_reads_as_the_deployments(
     own = parse_document({"context": {"section_tokens": {"memory": 0, "recent": 100}}})
     caps = section_caps(budgets, own.context)
     assert (caps["memory"], caps["recent"], caps["knowledge"]) == (0, 100, 1600)
+
+
+def test_a_section_a_newer_release_wrote_is_skipped_on_read_and_kept_on_write() -> None:
+    """During a rolling upgrade the older pods read documents the newer ones wrote."""
+    stored = {"retention": {"raw_turns_days": 7}, "dreams": {"lucid": True}}
+    assert parse_document(stored).retention.raw_turns_days == 7
+    assert newer_sections(stored) == {"dreams": {"lucid": True}}
+    assert newer_sections({"retention": {}}) == {}
