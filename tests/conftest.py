@@ -44,6 +44,11 @@ def pytest_configure(config: pytest.Config) -> None:
     parallel.prepare_postgres_user(config)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    parallel.restore_unique_node_ids(items)
+
+
 @pytest.fixture(scope="session")
 def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # A short path: unix socket paths are limited to ~100 bytes.

