@@ -86,7 +86,7 @@ test("an audit export streams JSON lines; an upload is a document", async () => 
   for await (const line of auditor.audit.export({})) lines.push(line);
   // Entries, then the signed trailer (decision 0071).
   const trailer = lines.pop();
-  assert.equal(trailer.algorithm, "hmac-sha256");
+  assert.equal(trailer.algorithm, "ed25519");
   assert.equal(trailer.trailer.count, lines.length);
   assert.ok(lines.length > 0);
   for (const event of lines) assert.ok(event.action && event.line_mac);
