@@ -11,7 +11,7 @@ exactly its limit; while A floods at ``--flood-rate`` (the excess is answered 42
 while an outsider floods at that rate with invented tokens of the right shape. The runs
 alternate for ``--rounds`` rounds (the machine is shared: alternating makes every
 condition sample the same disturbances). Prints each run with the CPU the API processes
-used and how much slower a fixed piece of work ran meanwhile (MachineSpeed), then every
+used, then every
 condition's latencies pooled over the rounds with p95 ratios to the baseline (the target
 for the floods: at most 1.2), and the Postgres transactions a bad-token flood alone
 caused against the same time idle (pg_stat_database).
@@ -31,11 +31,12 @@ import time
 
 import asyncpg
 import httpx
-from _harness import _API_PIDS, MachineSpeed, Run, api_server, post, services
+from _harness import _API_PIDS, Run, api_server, post, services
 
 from tenancy.access.schemas import ApiKeyCreate
 from tenancy.access.services import ApiKeyService, TenantService
 from tenancy.access.tokens import generate_token
+from tenancy.audit import keys as audit_keys
 from tenancy.enums import Role
 from tether.core.database import create_engine, create_session_factory, transaction
 from tether.core.ids import TenantId
@@ -241,23 +242,18 @@ def rounds(
     """Baseline and each flood in turn, ``args.rounds`` times: the machine is shared, so
     the conditions alternate and sample the same disturbances. Returns every condition's
     latencies pooled over the rounds."""
-    speed = MachineSpeed()
     pooled = {name: Run() for name in ["baseline", *floods]}
-    try:
-        for number in range(1, args.rounds + 1):
-            baseline = None
-            for name, flood in [("baseline", None), *floods.items()]:
-                since, cpu = time.time(), api_cpu_ms(port)
-                run, statuses = measured_with(port, victim, args, flood)
-                used = api_cpu_ms(port) - cpu
-                machine = f"API CPU {used:.0f} ms, {speed.slowdown(since, time.time())}"
-                print(line(f"{number}: {name}", run, baseline, statuses, machine))
-                baseline = baseline or run
-                pooled[name].latencies_ms += run.latencies_ms
-                pooled[name].server_ms += run.server_ms
-                pooled[name].seconds += used / 1000  # here: the API's CPU seconds
-    finally:
-        speed.stop()
+    for number in range(1, args.rounds + 1):
+        baseline = None
+        for name, flood in [("baseline", None), *floods.items()]:
+            cpu = api_cpu_ms(port)
+            run, statuses = measured_with(port, victim, args, flood)
+            used = api_cpu_ms(port) - cpu
+            print(line(f"{number}: {name}", run, baseline, statuses, f"API CPU {used:.0f} ms"))
+            baseline = baseline or run
+            pooled[name].latencies_ms += run.latencies_ms
+            pooled[name].server_ms += run.server_ms
+            pooled[name].seconds += used / 1000  # here: the API's CPU seconds
     return pooled
 
 
@@ -274,6 +270,7 @@ def main() -> None:
     args = parser.parse_args()
     with services() as (database_url, redis_url):
         settings = Settings(database_url=database_url, redis_url=redis_url)
+        audit_keys.configure(settings)  # creating a tenant and a key writes audit records
         _, victim_token = asyncio.run(_tenant(settings, "victim"))
         flooder_admin, flooder_token = asyncio.run(_tenant(settings, "flooder"))
         os.environ["TETHER_IDENTITY__TENANT_SETTINGS_TTL_SECONDS"] = str(SETTINGS_TTL_SECONDS)
