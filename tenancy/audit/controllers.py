@@ -145,14 +145,7 @@ class AuditController(Controller):
             where = AccessFilter(
                 global_user_id, relationship_id, actor_key_id, purpose, memory_id, since, until
             )
-        plan = await plan_export(
-            resources.sessions, principal.tenant_id, Actor.of(principal), where
-        )
-        return Stream(
-            export_stream(resources.sessions, plan),
-            media_type="application/x-ndjson",
-            headers={"Content-Disposition": f'attachment; filename="{plan.filename}"'},
-        )
+        return await signed_export(resources, principal, where)
 
     @get("/verify", operation_id="VerifyAuditChain", opt=policy("audit", "read"))
     async def verify(
@@ -250,3 +243,16 @@ class AuditController(Controller):
         and export trailers name): it checks their signatures, and those of retention
         anchors, without the server's secret. Keep it outside Tether."""
         return audit_service.public_key()
+
+
+async def signed_export(
+    resources: Resources, principal: Principal, where: AuditFilter | AccessFilter
+) -> Stream:
+    """The signed export of ``where`` as a download (recorded before a byte is sent);
+    the API's and the console's export are this one."""
+    plan = await plan_export(resources.sessions, principal.tenant_id, Actor.of(principal), where)
+    return Stream(
+        export_stream(resources.sessions, plan),
+        media_type="application/x-ndjson",
+        headers={"Content-Disposition": f'attachment; filename="{plan.filename}"'},
+    )

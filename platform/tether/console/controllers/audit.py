@@ -19,9 +19,12 @@ from tenancy.access.guard import policy
 from tenancy.access.principal import Principal
 from tenancy.audit.access import PURPOSES, AccessLog
 from tenancy.audit.access_query import AccessFilter, access_page
-from tenancy.audit.controllers import provide_access_log, provide_audit_service, seal_now
-from tenancy.audit.exports import export_stream, plan_export
-from tenancy.audit.log import Actor
+from tenancy.audit.controllers import (
+    provide_access_log,
+    provide_audit_service,
+    seal_now,
+    signed_export,
+)
 from tenancy.audit.services import AuditFilter, AuditService
 from tether.console import forms
 from tether.console.pages import may, render
@@ -164,14 +167,7 @@ class AuditPages(Controller):
         """The filtered range as a signed export, the same one ``/v1/audit/export``
         streams (recorded as ``audit.export``; ``tether audit verify-export`` checks it)."""
         where = _filter(_query(request))
-        plan = await plan_export(
-            resources.sessions, principal.tenant_id, Actor.of(principal), where
-        )
-        return Stream(
-            export_stream(resources.sessions, plan),
-            media_type="application/x-ndjson",
-            headers={"Content-Disposition": f'attachment; filename="{plan.filename}"'},
-        )
+        return await signed_export(resources, principal, where)
 
     @get("/access-report", opt=READ)
     async def access_report(
