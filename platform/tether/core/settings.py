@@ -212,9 +212,9 @@ class LlmSettings(BaseModel):
     max_retries: int = Field(default=2, ge=0)
 
 
-class NamedLlmProvider(BaseModel):
-    """A chat model the deployment names, for tenants to choose by that name (decision
-    0075): its key stays here, never in a tenant's settings."""
+class _NamedProvider(BaseModel):
+    """What every deployment-named provider has: where it is, its key (kept here, never
+    in a tenant's settings) and how long to wait for it."""
 
     base_url: str
     model: str
@@ -231,27 +231,21 @@ class NamedLlmProvider(BaseModel):
         return value
 
 
-class NamedEmbeddingProvider(BaseModel):
+class NamedLlmProvider(_NamedProvider):
+    """A chat model the deployment names, for tenants to choose by that name (decision
+    0075)."""
+
+
+class NamedEmbeddingProvider(_NamedProvider):
     """An embedding model the deployment names, for tenants to choose by that name
     (decision 0077). Its dimension is the operator's to state: a tenant never sends one."""
 
-    base_url: str
     model: str = Field(max_length=64)  # stored with every vector it makes (64 characters)
     # Above MAX_EMBEDDING_DIMENSION the process still starts, but no tenant may choose it
     # (422): the vectors could not be stored.
     dimension: int = Field(ge=1)
-    api_key: SecretStr | None = None
     timeout_seconds: float = Field(default=2.0, gt=0)
-    max_retries: int = Field(default=2, ge=0)
     batch_size: int = Field(default=64, ge=1)
-
-    @field_validator("base_url")
-    @classmethod
-    def _valid_url(cls, value: str) -> str:
-        problem = url_problem(value)
-        if problem is not None:
-            raise ValueError(f"base_url {problem}")
-        return value
 
 
 class ProvidersSettings(BaseModel):
