@@ -120,6 +120,21 @@ class DocumentRepository(TenantScopedRepository[KnowledgeDocument]):
         statement = self._select().where(KnowledgeDocument.id == document_id).with_for_update()
         return (await self._session.execute(statement)).scalar_one_or_none()
 
+    async def lock_base(self, base_id: uuid.UUID) -> None:
+        """Lock every document of the base, in id order. The indexer locks a document
+        before it touches its base; deleting the base takes the same order (documents,
+        then the base), or the two deadlock."""
+        statement = (
+            select(KnowledgeDocument.id)
+            .where(
+                KnowledgeDocument.tenant_id == self._tenant_id,
+                KnowledgeDocument.knowledge_base_id == base_id,
+            )
+            .order_by(KnowledgeDocument.id)
+            .with_for_update()
+        )
+        await self._session.execute(statement)
+
     async def by_sha256(self, base_id: uuid.UUID, sha256: str) -> KnowledgeDocument | None:
         statement = self._select().where(
             KnowledgeDocument.knowledge_base_id == base_id,

@@ -29,7 +29,7 @@ from tether.knowledge.errors import (
 from tether.knowledge.file_stores import FileStore
 from tether.knowledge.models import KnowledgeBase
 from tether.knowledge.reach import reachable_bases
-from tether.knowledge.repositories import KnowledgeBaseRepository
+from tether.knowledge.repositories import DocumentRepository, KnowledgeBaseRepository
 
 
 def read_base(base: KnowledgeBase) -> s.KnowledgeBaseRead:
@@ -57,6 +57,7 @@ class KnowledgeBaseService:
         self._bases = KnowledgeBaseRepository(
             session, principal.tenant_id, reachable_bases(self._reach)
         )
+        self._documents = DocumentRepository(session, principal.tenant_id)
         self._graph = GraphService(session, principal)
 
     @property
@@ -190,6 +191,7 @@ class KnowledgeBaseService:
         """The base, its documents, chunks and stored files (Postgres's go by cascade, in
         this transaction; an object store's once it commits)."""
         base = await self.require(base_id, write=True)
+        await self._documents.lock_base(base.id)
         await self.audited("knowledge_base.delete", base.id)
         if self._files is not None:
             await self._files.remove_base(base.id)
