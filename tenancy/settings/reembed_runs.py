@@ -70,6 +70,21 @@ class ReembedRunRepository:
         )
         return (await self._session.execute(statement)).scalar_one_or_none()
 
+    async def hold(self, run_id: uuid.UUID) -> bool:
+        """Whether the run is still running; if so, a newer choice cannot supersede it
+        until this transaction ends (``start`` waits for the lock). A batch that writes
+        vectors after this check is therefore seen by the run that supersedes it."""
+        statement = (
+            select(ReembedRun.id)
+            .where(
+                ReembedRun.tenant_id == self._tenant_id,
+                ReembedRun.id == run_id,
+                ReembedRun.status == "running",
+            )
+            .with_for_update(read=True)
+        )
+        return (await self._session.execute(statement)).scalar_one_or_none() is not None
+
     async def report(self, run_id: uuid.UUID, **values: Any) -> bool:
         """Record progress of a running run; False when it is no longer running (a newer
         choice superseded it): the worker stops."""

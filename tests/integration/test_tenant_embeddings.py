@@ -333,3 +333,56 @@ async def test_a_change_without_a_message_is_found_and_run_by_the_sweep(
         len(FACTS),
         "model-b",
     )
+
+
+async def test_a_run_superseded_while_it_embeds_writes_nothing(
+    client, make_tenant, resources, settings
+) -> None:
+    """The tenant changes its choice again while a batch of the first run is being
+    embedded: that batch is rolled back, so no vector of the abandoned model is left for
+    the new run to miss."""
+    tenant = await make_tenant()
+    tenant_id = TenantId(uuid.UUID(tenant.id))
+    gateway = await tenant.key("gateway")
+    rid = await resolved_relationship(client, gateway, "changes-twice")
+    await _memories(client, gateway, rid, FACTS)
+    before = (await _models(resources, tenant.id))[0]
+
+    async def change(provider: str) -> None:
+        async with tenant_transaction(resources.sessions, tenant_id) as session:
+            service = TenantSettingsService(session, tenant_id, OPERATOR_CLI, settings)
+            current = await service.get()
+            write = TenantSettingsWrite(embedding=EmbeddingTenantSettings(provider=provider))
+            await service.put(write, etag(current.version))
+
+    await change("alpha")
+    first = (await _runs(client, tenant))[0]["id"]
+    cache = TenantSettingsCache(resources.sessions, 30.0)
+    embedders = TenantEmbedders(OfflineEmbeddingProvider(), settings.providers, cache)
+
+    class ChangesMindMidBatch:
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+            self.name, self.dimension = inner.name, inner.dimension
+
+        async def embed(self, texts: list[str]) -> Any:
+            vectors = await self._inner.embed(texts)
+            await change("beta")
+            return vectors
+
+    class Embedders:
+        async def for_tenant(self, tenant: TenantId) -> Any:
+            return ChangesMindMidBatch(await embedders.for_tenant(tenant))
+
+    invalidated: list[object] = []
+
+    async def invalidate(scope: object) -> None:
+        invalidated.append(scope)
+
+    job = ReembedJob(resources.sessions, cache, Embedders(), invalidate, settle_seconds=0.0)  # type: ignore[arg-type]
+    try:
+        assert await job.run(tenant_id, uuid.UUID(first)) == "superseded"
+    finally:
+        await embedders.aclose()
+    assert (await _models(resources, tenant.id))[0] == before  # no model-a vector
+    assert [r["status"] for r in await _runs(client, tenant)][:2] == ["pending", "superseded"]

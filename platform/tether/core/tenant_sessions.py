@@ -4,7 +4,7 @@ one tenant so row-level security holds them to it like a request."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from sqlalchemy import text
@@ -13,6 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from tether.core.database import TENANT_INFO, transaction
 from tether.core.ids import TenantId
 from tether.core.unit_of_work import run_after_commit
+
+# A check run in a batch's transaction before the batch writes (for example: is the
+# re-embed run that made these vectors still wanted?); it raises to roll the batch back.
+BatchGuard = Callable[[AsyncSession], Awaitable[None]]
 
 
 @asynccontextmanager

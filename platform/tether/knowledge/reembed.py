@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from tether.core.ids import TenantId
-from tether.core.tenant_sessions import tenant_session, tenant_transaction
+from tether.core.tenant_sessions import BatchGuard, tenant_session, tenant_transaction
 from tether.knowledge.chunking import Passage
 from tether.knowledge.indexing import passage_text
 from tether.knowledge.repositories import ChunkVectorRepository, KnowledgeBaseRepository
@@ -35,9 +35,11 @@ async def reembed_chunks(
     report: Report,
     *,
     batch: int = 128,
+    guard: BatchGuard | None = None,
 ) -> int:
     """Re-embed the tenant's chunks ``batch`` per transaction; how many were. A provider
-    failure propagates (the run fails, and resumes where it stood when run again)."""
+    failure propagates (the run fails, and resumes where it stood when run again).
+    ``guard`` vets each batch before it writes."""
     after, done = None, 0
     while True:
         async with tenant_transaction(sessions, tenant_id) as session:
@@ -47,6 +49,8 @@ async def reembed_chunks(
                 return done
             texts = [passage_text(Passage(r.text, None, r.section)) for r in rows]
             vectors = await embedder.embed(texts)
+            if guard is not None:
+                await guard(session)
             for row, vector in zip(rows, vectors, strict=True):
                 await chunks.set_vector(row.id, vector, embedder.name)
             await chunks.mark_reembedded(sorted({r.document_id for r in rows}))

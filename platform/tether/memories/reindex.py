@@ -20,7 +20,7 @@ from tenancy.access.repositories import TenantRepository
 from tenancy.ids import RelationshipId, RelationshipScope
 from tether.core.database import transaction
 from tether.core.ids import TenantId
-from tether.core.tenant_sessions import tenant_session, tenant_transaction
+from tether.core.tenant_sessions import BatchGuard, tenant_session, tenant_transaction
 from tether.memories.writer import Invalidate
 from tether.providers.base import EmbeddingProvider
 from tether.recall.models import Memory
@@ -84,6 +84,7 @@ async def _batch(
     everything: bool,
     batch: int,
     after: tuple[uuid.UUID, uuid.UUID] | None,
+    guard: BatchGuard | None = None,
 ) -> list[tuple[uuid.UUID, uuid.UUID]]:
     """Recompute the next ``batch`` memories after ``after``; their (relationship, id)."""
     statement = (
@@ -98,6 +99,8 @@ async def _batch(
     if not rows:
         return []
     vectors = await embedder.embed([content for _, _, content in rows])
+    if guard is not None:
+        await guard(session)
     for (relationship_id, memory_id, content), vector in zip(rows, vectors, strict=True):
         await session.execute(
             update(Memory)
@@ -168,13 +171,15 @@ async def reindex_tenant(
     batch: int = 256,
     everything: bool = False,
     report: Callable[[Progress], Awaitable[None]] | None = None,
+    guard: BatchGuard | None = None,
 ) -> Progress:
     """:func:`reindex` for one tenant (a tenant's own re-embed run, decision 0079):
-    ``progress.done`` grows by each committed batch, which ``report`` is told of."""
+    ``progress.done`` grows by each committed batch, which ``report`` is told of;
+    ``guard`` vets each batch before it writes."""
     after: tuple[uuid.UUID, uuid.UUID] | None = None
     while True:
         async with tenant_transaction(sessions, tenant_id) as session:
-            done = await _batch(session, embedder, everything, batch, after)
+            done = await _batch(session, embedder, everything, batch, after, guard)
         if not done:
             return progress
         for relationship_id in {relationship_id for relationship_id, _ in done}:

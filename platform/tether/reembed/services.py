@@ -6,7 +6,8 @@ batch committed carries the new model, so a run started again skips it.
 Other processes apply the change within the settings cache's TTL, and until then may
 still write vectors of the previous model; so a run ends with a last pass once the TTL
 has passed since the change (those vectors are never compared meanwhile: recall reads
-only the current model's)."""
+only the current model's). A batch writes only while its run still runs, holding it so
+(a newer choice waits): a superseded run never writes behind its successor's scan."""
 
 from __future__ import annotations
 
@@ -120,8 +121,18 @@ class ReembedJob:
             values = {"memories_done": current.done, "memories_total": current.total}
             await self._report(tenant_id, run_id, **values)
 
+        async def still_running(session: AsyncSession) -> None:
+            if not await ReembedRunRepository(session, tenant_id).hold(run_id):
+                raise Superseded(str(run_id))
+
         await reindex_tenant(
-            self.sessions, tenant_id, embedder, self.invalidate, counts.memories, report=memories
+            self.sessions,
+            tenant_id,
+            embedder,
+            self.invalidate,
+            counts.memories,
+            report=memories,
+            guard=still_running,
         )
         start = counts.chunks_done
 
@@ -131,7 +142,7 @@ class ReembedJob:
             values = {"chunks_done": counts.chunks_done, "chunks_total": counts.chunks_total}
             await self._report(tenant_id, run_id, **values)
 
-        await reembed_chunks(self.sessions, tenant_id, embedder, chunks)
+        await reembed_chunks(self.sessions, tenant_id, embedder, chunks, guard=still_running)
 
     async def _report(self, tenant_id: TenantId, run_id: uuid.UUID, **values: object) -> None:
         async with tenant_transaction(self.sessions, tenant_id) as session:
