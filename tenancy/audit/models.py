@@ -105,12 +105,13 @@ class AuditAccessEvent(Base):
     sealed_seq: Mapped[int | None] = mapped_column(BigInteger)
 
 
-class AuditCheckpoint(Base):
-    """A signed copy of a tenant's chain head at one moment, kept (append-only) and
-    exported so that a later truncation of the chain's tail shows."""
-
-    __tablename__ = "audit_checkpoints"
-    __table_args__ = (Index("ix_audit_checkpoints_tenant_seq", "tenant_id", "seq"),)
+class _SignedChainPoint:
+    """A signed point of a tenant's chain: its sequence number and hash, how far back
+    the chain is keyed, and the signatures. The HMAC under the tenant's checkpoint key:
+    rows from before migration 0029 have only this ("hmac-sha256"); later rows
+    ("ed25519") keep it for a previous release still running, and carry the Ed25519
+    signature that counts in ``public_signature`` with its key's fingerprint (decision
+    0073)."""
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     tenant_id: Mapped[uuid.UUID] = mapped_column(
@@ -120,17 +121,21 @@ class AuditCheckpoint(Base):
     seq: Mapped[int] = mapped_column(BigInteger)
     hash: Mapped[str] = mapped_column(String(64))
     keyed_from: Mapped[int] = mapped_column(BigInteger)
-    # The HMAC under the tenant's checkpoint key: rows from before migration 0026 have
-    # only this ("hmac-sha256"); later rows ("ed25519") keep it for a previous release
-    # still running, and carry the Ed25519 signature that counts in ``public_signature``
-    # with its key's fingerprint (decision 0073).
     signature: Mapped[str] = mapped_column(String(64))
     algorithm: Mapped[str] = mapped_column(String(32), server_default="hmac-sha256")
     key_id: Mapped[str | None] = mapped_column(String(48))
     public_signature: Mapped[str | None] = mapped_column(String(128))
 
 
-class AuditAnchor(Base):
+class AuditCheckpoint(_SignedChainPoint, Base):
+    """A signed copy of a tenant's chain head at one moment, kept (append-only) and
+    exported so that a later truncation of the chain's tail shows."""
+
+    __tablename__ = "audit_checkpoints"
+    __table_args__ = (Index("ix_audit_checkpoints_tenant_seq", "tenant_id", "seq"),)
+
+
+class AuditAnchor(_SignedChainPoint, Base):
     """Where a tenant's chain starts after audit retention removed its oldest events:
     the sequence number and hash of the last removed link, signed (decision 0072).
     Append-only; a trigger lets an audit event (or a sealed access event) be deleted only
@@ -139,19 +144,6 @@ class AuditAnchor(Base):
     __tablename__ = "audit_anchors"
     __table_args__ = (Index("ix_audit_anchors_tenant_seq", "tenant_id", "seq"),)
 
-    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="RESTRICT")
-    )
-    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    seq: Mapped[int] = mapped_column(BigInteger)
-    hash: Mapped[str] = mapped_column(String(64))
-    keyed_from: Mapped[int] = mapped_column(BigInteger)
     # The retention run that removed up to here: its kind and its cutoff.
     run: Mapped[str] = mapped_column(String(96))
     cutoff: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    # As on checkpoints: the HMAC, and since decision 0073 the Ed25519 signature too.
-    signature: Mapped[str] = mapped_column(String(64))
-    algorithm: Mapped[str] = mapped_column(String(32), server_default="hmac-sha256")
-    key_id: Mapped[str | None] = mapped_column(String(48))
-    public_signature: Mapped[str | None] = mapped_column(String(128))
