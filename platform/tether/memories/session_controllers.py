@@ -63,14 +63,14 @@ def settings_changed_here(state: State, principal: Principal) -> None:
 
 Flags = NamedDependency[SessionFlagService]
 Defaults = NamedDependency[SessionDefaultsService]
+# The session list and a session's flags are two paths on one service.
+SESSION_FLAGS = {"session_flags": Provide(provide_session_flags, sync_to_thread=False)}
 
 
 class SessionListController(Controller):
     path = "/v1/relationships/{relationship_id:uuid}/sessions"
     tags = ["turns"]  # noqa: RUF012
-    dependencies = {  # noqa: RUF012
-        "session_flags": Provide(provide_session_flags, sync_to_thread=False)
-    }
+    dependencies = SESSION_FLAGS
 
     @get(operation_id="ListSessions", opt=policy("relationship_memory", "read"))
     async def list_sessions(
@@ -88,9 +88,7 @@ class SessionListController(Controller):
 class SessionFlagController(Controller):
     path = "/v1/relationships/{relationship_id:uuid}/sessions/{session_id:str}"
     tags = ["turns"]  # noqa: RUF012
-    dependencies = {  # noqa: RUF012
-        "session_flags": Provide(provide_session_flags, sync_to_thread=False)
-    }
+    dependencies = SESSION_FLAGS
 
     @get(operation_id="GetSessionFlags", opt=policy("relationship_memory", "read"))
     async def read(
