@@ -163,6 +163,17 @@ async def _memories(client, gateway, rid: str, facts: tuple[str, ...]) -> None: 
         assert stored.status_code == 201, stored.text
 
 
+async def _choose(
+    resources: Resources, settings: Settings, tenant_id: TenantId, provider: str
+) -> None:
+    """The tenant's embedding choice, as from the CLI (no task sent)."""
+    async with tenant_transaction(resources.sessions, tenant_id) as session:
+        service = TenantSettingsService(session, tenant_id, OPERATOR_CLI, settings)
+        current = await service.get()
+        write = TenantSettingsWrite(embedding=EmbeddingTenantSettings(provider=provider))
+        await service.put(write, etag(current.version))
+
+
 async def test_refused_embedding_choices_are_never_stored(client, make_tenant) -> None:
     tenant = await make_tenant()
     for bad, why in (
@@ -299,11 +310,7 @@ async def test_a_change_without_a_message_is_found_and_run_by_the_sweep(
     await _memories(client, gateway, rid, FACTS)
 
     async def change(provider: str) -> None:
-        async with tenant_transaction(resources.sessions, tenant_id) as session:
-            service = TenantSettingsService(session, tenant_id, OPERATOR_CLI, settings)
-            current = await service.get()
-            write = TenantSettingsWrite(embedding=EmbeddingTenantSettings(provider=provider))
-            await service.put(write, etag(current.version))
+        await _choose(resources, settings, tenant_id, provider)
 
     await change("alpha")
     await change("beta")  # before the first run started
@@ -349,11 +356,7 @@ async def test_a_run_superseded_while_it_embeds_writes_nothing(
     before = (await _models(resources, tenant.id))[0]
 
     async def change(provider: str) -> None:
-        async with tenant_transaction(resources.sessions, tenant_id) as session:
-            service = TenantSettingsService(session, tenant_id, OPERATOR_CLI, settings)
-            current = await service.get()
-            write = TenantSettingsWrite(embedding=EmbeddingTenantSettings(provider=provider))
-            await service.put(write, etag(current.version))
+        await _choose(resources, settings, tenant_id, provider)
 
     await change("alpha")
     first = (await _runs(client, tenant))[0]["id"]
