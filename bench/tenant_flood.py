@@ -14,7 +14,9 @@ condition sample the same disturbances). Prints each run with the CPU the API pr
 used, then every
 condition's latencies pooled over the rounds with p95 ratios to the baseline (the target
 for the floods: at most 1.2), and the Postgres transactions a bad-token flood alone
-caused against the same time idle (pg_stat_database).
+caused against the same time idle (pg_stat_database). ``--flood-nice 19`` runs the
+flood's client at the lowest priority, so that on a machine the client shares with the
+server its own CPU weighs as little as a remote attacker's would.
 """
 
 from __future__ import annotations
@@ -155,7 +157,12 @@ def _flood(
     rate: float,
     seconds: float,
     out: multiprocessing.Queue[dict[int, int]],
+    niceness: int,
 ) -> None:
+    if niceness:
+        # The attacker's own CPU is not ours: on this shared machine, the flood's client
+        # yields the cores to the server and the victim (what a remote client does).
+        os.nice(niceness)
     started = time.process_time()
     statuses = paced(port, requests, rate, seconds, 16).statuses
     # The flood's own CPU, in milliseconds (status -1): it shares the cores here.
@@ -174,7 +181,7 @@ def measured_with(
     queue: multiprocessing.Queue[dict[int, int]] = multiprocessing.Queue()
     if flood is not None:
         process = multiprocessing.Process(
-            target=_flood, args=(port, *flood, args.seconds + 1, queue)
+            target=_flood, args=(port, *flood, args.seconds + 1, queue, args.flood_nice)
         )
         process.start()
         time.sleep(0.5)  # the flood is running before the measurement starts
@@ -264,6 +271,12 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=40, help="tenant B's context requests/s")
     parser.add_argument("--limit", type=int, default=20, help="tenant A's requests/s limit")
     parser.add_argument("--flood-rate", type=float, default=400, help="each flood's requests/s")
+    parser.add_argument(
+        "--flood-nice",
+        type=int,
+        default=0,
+        help="run the flood's client at this niceness (19: as if from another machine)",
+    )
     parser.add_argument("--relationships", type=int, default=20)
     parser.add_argument("--memories", type=int, default=50)
     parser.add_argument("--workers", type=int, default=2)
@@ -296,7 +309,8 @@ def main() -> None:
                 f"{args.rate:.0f} context requests/s over 4 connections; A: limit "
                 f"{args.limit}/s, sending /v1/context at its limit, then flooding at "
                 f"{args.flood_rate:.0f}/s, over 16 connections from another process; the "
-                f"bad-token flood likewise; {args.workers} API processes, "
+                f"bad-token flood likewise (client niceness {args.flood_nice}); "
+                f"{args.workers} API processes, "
                 f"{args.seconds:.0f} s per run"
             )
             pooled = rounds(port, victim, floods, args)
