@@ -9,11 +9,14 @@ from typing import cast
 
 from sqlalchemy import (
     ColumnElement,
+    DateTime,
     Table,
+    Uuid,
     bindparam,
     delete,
     func,
     insert,
+    literal,
     or_,
     select,
     text,
@@ -203,7 +206,9 @@ class ApiKeyRepository:
         (keys made in one transaction share their time)."""
         statement = select(ApiKey).where(ApiKey.tenant_id == self._tenant_id)
         if after is not None:
-            statement = statement.where(tuple_(ApiKey.created_at, ApiKey.id) > tuple_(*after))
+            at, key_id = after
+            position = tuple_(literal(at, DateTime(timezone=True)), literal(key_id, Uuid()))
+            statement = statement.where(tuple_(ApiKey.created_at, ApiKey.id) > position)
         statement = statement.order_by(ApiKey.created_at, ApiKey.id).limit(limit)
         return list((await self._session.execute(statement)).scalars())
 
