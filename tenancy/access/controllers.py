@@ -6,15 +6,16 @@ import uuid
 
 from litestar import Controller, Request, delete, get, post
 from litestar.di import NamedDependency, Provide
-from litestar.params import FromPath, JSONBody
+from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.status_codes import HTTP_201_CREATED
 
 from tenancy.access.authenticator import Authenticator
 from tenancy.access.deps import provide_api_key_service
 from tenancy.access.guard import policy
-from tenancy.access.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead, ApiKeyRotate
+from tenancy.access.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyPage, ApiKeyRotate
 from tenancy.access.services import ApiKeyService
 from tenancy.ids import ApiKeyId
+from tether.core.pagination import DEFAULT_LIMIT, Limit, StampedCursor
 
 
 class ApiKeyController(Controller):
@@ -30,9 +31,14 @@ class ApiKeyController(Controller):
         return await api_key_service.issue(data)
 
     @get(operation_id="ListApiKeys", opt=policy("api_key", "read"))
-    async def list_keys(self, api_key_service: NamedDependency[ApiKeyService]) -> list[ApiKeyRead]:
-        """The tenant's keys (without secrets)."""
-        return await api_key_service.list()
+    async def list_keys(
+        self,
+        api_key_service: NamedDependency[ApiKeyService],
+        cursor: FromQuery[StampedCursor] = None,
+        limit: FromQuery[Limit] = DEFAULT_LIMIT,
+    ) -> ApiKeyPage:
+        """The tenant's keys (without secrets), oldest first, a page at a time."""
+        return await api_key_service.page(cursor, limit)
 
     @post(
         "/{key_id:uuid}/rotate",

@@ -9,14 +9,18 @@ from typing import cast
 
 from sqlalchemy import (
     ColumnElement,
+    DateTime,
     Table,
+    Uuid,
     bindparam,
     delete,
     func,
     insert,
+    literal,
     or_,
     select,
     text,
+    tuple_,
     update,
 )
 from sqlalchemy.exc import IntegrityError
@@ -197,16 +201,15 @@ class ApiKeyRepository:
         statement = select(ApiKey).where(ApiKey.id == key_id, ApiKey.tenant_id == self._tenant_id)
         return (await self._session.execute(statement)).scalar_one_or_none()
 
-    async def list(self) -> list[ApiKey]:
-        statement = select(ApiKey).where(ApiKey.tenant_id == self._tenant_id).order_by(ApiKey.id)
-        return list((await self._session.execute(statement)).scalars())
-
-    async def page(self, after: uuid.UUID | None, limit: int) -> Sequence[ApiKey]:
-        """Up to ``limit`` keys after ``after`` (by id: UUIDv7, so by creation)."""
+    async def page(self, after: tuple[datetime, uuid.UUID] | None, limit: int) -> list[ApiKey]:
+        """Up to ``limit`` keys after ``after``, oldest first: by creation time, then id
+        (keys made in one transaction share their time)."""
         statement = select(ApiKey).where(ApiKey.tenant_id == self._tenant_id)
         if after is not None:
-            statement = statement.where(ApiKey.id > after)
-        statement = statement.order_by(ApiKey.id).limit(limit)
+            at, key_id = after
+            position = tuple_(literal(at, DateTime(timezone=True)), literal(key_id, Uuid()))
+            statement = statement.where(tuple_(ApiKey.created_at, ApiKey.id) > position)
+        statement = statement.order_by(ApiKey.created_at, ApiKey.id).limit(limit)
         return list((await self._session.execute(statement)).scalars())
 
     async def revoke(self, key_id: uuid.UUID) -> bytes | None:

@@ -28,7 +28,7 @@ from tenancy.ids import ApiKeyId
 from tenancy.models import ApiKey, Tenant
 from tether.core.errors import InvalidInput
 from tether.core.ids import TenantId
-from tether.core.pagination import decode_cursor, next_cursor
+from tether.core.pagination import decode_stamped_cursor, encode_stamped_cursor
 from tether.core.settings import AccessSettings
 
 
@@ -148,13 +148,16 @@ class ApiKeyService:
         )
         return ApiKeyCreated(key=_read(new), token=token), retired.key_hash
 
-    async def list(self) -> list[ApiKeyRead]:
-        return [_read(k) for k in await self._keys.list()]
-
     async def page(self, cursor: str | None, limit: int) -> ApiKeyPage:
-        """The keys a page at a time, oldest first (the console's list)."""
-        rows = await self._keys.page(decode_cursor(cursor), limit)
-        return ApiKeyPage(items=[_read(k) for k in rows], next_cursor=next_cursor(rows, limit))
+        """The tenant's keys a page at a time, oldest first (creation time, then id).
+
+        Raises:
+            InvalidInput: a cursor this API did not issue.
+        """
+        rows = await self._keys.page(decode_stamped_cursor(cursor), limit)
+        last = rows[-1] if rows and len(rows) == limit else None
+        more = None if last is None else encode_stamped_cursor(last.created_at, last.id)
+        return ApiKeyPage(items=[_read(k) for k in rows], next_cursor=more)
 
     async def get(self, key_id: ApiKeyId) -> ApiKeyRead:
         """One of the tenant's keys (another tenant's is missing, exactly like none)."""

@@ -82,7 +82,7 @@ async def test_a_key_with_an_expiry_shows_its_end_and_last_use_and_a_past_one_is
     )
     assert created.status_code == 201
     token = _new_token(created.text)
-    keys = (await client.get("/v1/api-keys", headers=tenant.admin)).json()
+    keys = (await client.get("/v1/api-keys", headers=tenant.admin)).json()["items"]
     [key] = [k for k in keys if k["name"].startswith("网关")]
     assert datetime.fromisoformat(key["expires_at"]) == ends  # the API's own field
     listing = await admin.get("/console/admin/keys")
@@ -107,7 +107,7 @@ async def test_a_key_with_an_expiry_shows_its_end_and_last_use_and_a_past_one_is
     assert 'value="late"' in past.text  # the form keeps what was typed
     assert not [
         k
-        for k in (await client.get("/v1/api-keys", headers=tenant.admin)).json()
+        for k in (await client.get("/v1/api-keys", headers=tenant.admin)).json()["items"]
         if k["name"] == "late"
     ]
 
@@ -142,7 +142,9 @@ async def test_a_key_is_rotated_with_an_overlap_and_the_new_secret_shown_once(cl
     new_headers = {"Authorization": f"Bearer {token}"}
     assert (await client.get("/v1/audit", headers=new_headers)).status_code == 200
     assert (await client.get("/v1/audit", headers=old_headers)).status_code == 200  # overlap
-    keys = {k["id"]: k for k in (await client.get("/v1/api-keys", headers=tenant.admin)).json()}
+    keys = {
+        k["id"]: k for k in (await client.get("/v1/api-keys", headers=tenant.admin)).json()["items"]
+    }
     ends = datetime.fromisoformat(keys[key_id]["expires_at"])
     assert timedelta(minutes=9) < ends - datetime.now(UTC) <= timedelta(minutes=10)
     new_id = keys[key_id]["replaced_by"]
@@ -186,7 +188,7 @@ async def test_another_tenants_key_is_missing_and_a_forged_rotation_is_refused(
         f"/console/admin/keys/{foreign}/rotate", data={"overlap_minutes": "5"}
     )
     assert forged.status_code == 403  # no CSRF token
-    keys = (await client.get("/v1/api-keys", headers=other.admin)).json()
+    keys = (await client.get("/v1/api-keys", headers=other.admin)).json()["items"]
     assert all(k["replaced_by"] is None for k in keys)
 
 

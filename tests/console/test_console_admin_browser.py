@@ -114,7 +114,7 @@ async def test_the_admin_pages_fit_a_phone(server, chromium: Browser, admin_worl
 async def test_a_creator_key_gets_the_forbidden_page_not_the_keys(
     server, chromium: Browser, admin_world, shots, client
 ) -> None:
-    keys = (await client.get("/v1/api-keys", headers=admin_world.keys["admin"])).json()
+    keys = (await client.get("/v1/api-keys", headers=admin_world.keys["admin"])).json()["items"]
     admin_key = next(k for k in keys if k["role"] == "admin")
     for role in ("creator", "compliance"):
         context, page = await _page(chromium)

@@ -158,7 +158,7 @@ async def test_state_changing_requests_without_the_session_token_are_refused(
         headers={"Sec-Fetch-Site": "cross-site"},
     )
     assert cross.status_code == 403
-    keys = (await client.get("/v1/api-keys", headers=tenant.admin)).json()
+    keys = (await client.get("/v1/api-keys", headers=tenant.admin)).json()["items"]
     assert not [k for k in keys if k["name"] == "made by a forged form"]
     made = await own.post("/console/admin/keys", data=body | {"_csrf": await session_csrf(own)})
     assert made.status_code == 201

@@ -338,7 +338,7 @@ async def test_xss_renders_as_text_and_a_cross_origin_form_is_refused(
         await page.click("#go")
         await page.wait_for_load_state()
     assert "csrf_failed" in await page.content() or "/console/sign-in" in page.url
-    keys = (await client.get("/v1/api-keys", headers=world.keys["admin"])).json()
+    keys = (await client.get("/v1/api-keys", headers=world.keys["admin"])).json()["items"]
     assert not [k for k in keys if k["name"] == "planted"]
     assert not viewer.problems  # type: ignore[attr-defined]
     await gateway.close()

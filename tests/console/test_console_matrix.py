@@ -52,6 +52,7 @@ PAGES: dict[tuple[str, str], str] = {
     ("GET", "/console/admin/settings"): "ADDDD",
     ("GET", "/console/admin/session-defaults"): "ADDDD",
     ("GET", "/console/admin/retention"): "ADDDD",
+    ("GET", "/console/admin/reembed-runs"): "ADDDD",
     ("GET", "/console/admin/knowledge"): "AAADD",
     ("GET", KB): "AAODD",
 }

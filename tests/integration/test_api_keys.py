@@ -109,7 +109,7 @@ async def test_a_revoked_key_stops_at_once_here_and_within_the_cache_time_elsewh
         assert await works(other, token)  # cached by the other process
         key_id = next(
             k["id"]
-            for k in (await client.get(KEYS, headers=tenant.admin)).json()
+            for k in (await client.get(KEYS, headers=tenant.admin)).json()["items"]
             if k["prefix"] == token[:10]
         )
         assert (await client.delete(f"{KEYS}/{key_id}", headers=tenant.admin)).status_code == 204
@@ -151,7 +151,7 @@ async def test_rotation_keeps_the_old_token_for_the_overlap(client, make_tenant)
     assert (new["key"]["role"], new["key"]["name"]) == ("gateway", "chat")
     assert await works(client, new["token"])
     assert await works(client, old["token"])  # still inside the overlap
-    listed = {k["id"]: k for k in (await client.get(KEYS, headers=tenant.admin)).json()}
+    listed = {k["id"]: k for k in (await client.get(KEYS, headers=tenant.admin)).json()["items"]}
     assert listed[old["key"]["id"]]["replaced_by"] == new["key"]["id"]
     assert listed[old["key"]["id"]]["expires_at"] is not None
     await asyncio.sleep(3.2)
@@ -231,7 +231,7 @@ async def test_last_use_is_written_after_the_request_not_on_every_request(
                 assert await works(other, created["token"])
         key_id = created["key"]["id"]
         assert not any("last_used_at" in s and key_id in s for s in statements), statements
-    listed = {k["id"]: k for k in (await client.get(KEYS, headers=tenant.admin)).json()}
+    listed = {k["id"]: k for k in (await client.get(KEYS, headers=tenant.admin)).json()["items"]}
     used = listed[created["key"]["id"]]["last_used_at"]
     assert used is not None
     assert datetime.now(UTC) - datetime.fromisoformat(used) < timedelta(minutes=1)

@@ -103,7 +103,7 @@ async def test_a_legacy_token_still_works_and_shows_unsigned(
     await _legacy_key(superuser, tenant, token)
     async with own_app(resources) as (fresh, _):  # reads the signing row anew
         assert (await fresh.get("/v1/personas", headers=bearer(token))).status_code == 200
-        listed = (await fresh.get("/v1/api-keys", headers=tenant.admin)).json()
+        listed = (await fresh.get("/v1/api-keys", headers=tenant.admin)).json()["items"]
         assert [k["signed"] for k in listed if k["prefix"] == token[:10]] == [False]
 
 

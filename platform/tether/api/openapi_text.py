@@ -16,7 +16,8 @@ DESCRIPTIONS: dict[str, str] = {
     "ListMemoryHistory": "Every version of a memory, newest first: what it said and why it "
     "changed.",
     # Handlers whose one-line docstring is too terse for a reader of the document.
-    "ListApiKeys": "The tenant's API keys with role, subject and state; never their secrets.",
+    "ListApiKeys": "The tenant's API keys with role, subject and state, oldest first, a page "
+    "at a time; never their secrets.",
     "ListFacets": "The user's facets (`default`, `work`, …), each the user side of its "
     "relationships.",
     "GetUser": "One global user of the tenant, by id.",

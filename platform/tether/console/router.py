@@ -23,6 +23,7 @@ from tether.console.controllers.memories import RelationshipPages
 from tether.console.controllers.personas import PersonaPages
 from tether.console.controllers.playground import PlaygroundPages
 from tether.console.controllers.policies import PolicyPages
+from tether.console.controllers.reembed import ReembedPages
 from tether.console.controllers.sessions import SessionPages
 from tether.console.controllers.settings_page import SettingsPages
 from tether.console.controllers.tenant_sessions import TenantSessionPages
@@ -49,6 +50,7 @@ PAGES: list[ControllerRouterHandler] = [
     KnowledgePages,
     SettingsPages,
     TenantSessionPages,
+    ReembedPages,
 ]
 
 

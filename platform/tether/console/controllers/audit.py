@@ -90,7 +90,8 @@ class AuditPages(Controller):
     async def explorer(
         self, request: AnyRequest, audit_service: Audit, cursor: FromQuery[str | None] = None
     ) -> Template:
-        """Audit events, newest first, filtered; the page reads one page, never the log."""
+        """Audit events, newest first, filtered (the page reads one page, never the log),
+        and the public key that checks signed exports (``GET /v1/audit/public-key``)."""
         query = _query(request)
         page = await audit_service.page(_filter(query), cursor, PAGE, newest_first=True)
         kept = urlencode({k: v for k, v in query.items() if v})
@@ -102,6 +103,7 @@ class AuditPages(Controller):
             kept=kept,
             total=await audit_service.length(),
             may_export=may(request, "audit", "export"),
+            public_key=audit_service.public_key(),
         )
 
     @get("/events/{event_id:uuid}", opt=READ)

@@ -33,6 +33,7 @@ from tether.console import forms
 from tether.console.pages import back_to, may, render, session_of
 from tether.console.sessions import SessionStore
 from tether.core.errors import InvalidInput
+from tether.core.pagination import StampedCursor
 from tether.core.resources import Resources
 from tether.core.settings import Settings
 
@@ -112,7 +113,7 @@ class KeyPages(Controller):
         api_key_service: Keys,
         principal: NamedDependency[Principal],
         revoked: FromQuery[int | None] = None,
-        cursor: FromQuery[str | None] = None,
+        cursor: FromQuery[StampedCursor] = None,
     ) -> Template:
         """The tenant's keys (never their secrets), with expiry and last use, and its
         console sessions."""
