@@ -27,7 +27,7 @@ _MISSING = {"NoSuchKey", "404", "NotFound"}
 _CLIENTS: dict[tuple[object, ...], Any] = {}
 
 
-def _client(settings: FilesSettings) -> Any:
+def s3_client(settings: FilesSettings) -> Any:
     """One client per configuration and process (boto3 clients are thread-safe)."""
     secret = settings.secret_access_key
     access = settings.access_key_id
@@ -87,7 +87,7 @@ class ObjectStore:
     def __init__(self, settings: FilesSettings) -> None:
         self._settings = settings
         self._bucket = settings.bucket
-        self._s3 = _client(settings)
+        self._s3 = s3_client(settings)
 
     def key(self, *parts: object) -> str:
         return self._settings.key_prefix + "/".join(str(p) for p in parts)
