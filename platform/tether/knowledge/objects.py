@@ -149,6 +149,20 @@ class ObjectStore:
         finally:
             body.close()
 
+    async def size(self, key: str) -> int | None:
+        """The object's size in bytes, or None when there is none under ``key``."""
+        try:
+            answer = await anyio.to_thread.run_sync(
+                partial(self._s3.head_object, Bucket=self._bucket, Key=key)
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in _MISSING:
+                return None
+            raise _failure("look up a file", exc) from exc
+        except BotoCoreError as exc:
+            raise _failure("look up a file", exc) from exc
+        return int(answer["ContentLength"])
+
     async def delete(self, key: str) -> int:
         """Delete the key, or every key under it when it ends with ``/``; how many were
         asked to go. Deleting what is not there is no error."""
