@@ -23,18 +23,15 @@ from moto.server import ThreadedMotoServer
 from tests.conftest import start_worker, stop_worker
 from tests.integration.test_backup_restore import _wipe
 from tests.integration.test_knowledge_indexing import new_base, query, settled, upload
-from tests.integration.test_knowledge_object_store import (
-    BUCKET,
-    files_env,
-    files_settings,
-    free_port,
-)
+from tests.integration.test_knowledge_object_store import files_env, files_settings, free_port
 from tether.core.settings import Settings
 from tether.providers.offline import load_model
 
 pytestmark = [pytest.mark.integration, pytest.mark.worker, pytest.mark.timeout(600)]
 
 BASES = "/v1/knowledge-bases"
+# Moto's state is per process, shared by every server in it: a bucket of this module's own.
+BUCKET = "tether-backup-files"
 HEATER = b"# Heater\n\n## Filters\n\nClean the dust filter of the heater every two weeks.\n"
 KETTLE = b"# Kettle\n\nDescale the kettle with citric acid once a month.\n"
 
@@ -61,15 +58,21 @@ def s3() -> Iterator[tuple[str, Any]]:
 
 @pytest.fixture(scope="module")
 def settings(settings: Settings, s3: tuple[str, Any]) -> Settings:  # the module's, with S3 files
-    return settings.model_copy(update={"files": files_settings(s3[0])})
+    files = files_settings(s3[0]).model_copy(update={"bucket": BUCKET})
+    return settings.model_copy(update={"files": files})
 
 
 @pytest.fixture(scope="module")
 def worker(settings: Settings, s3: tuple[str, Any], tmp_path_factory):  # type: ignore[no-untyped-def]
     own = tmp_path_factory.mktemp("worker-pod")
-    process = start_worker(settings, {"TETHER_DATA_DIR": str(own), **files_env(s3[0])})
+    env = {"TETHER_DATA_DIR": str(own), **_files_env(s3[0])}
+    process = start_worker(settings, env)
     yield process
     stop_worker(process)
+
+
+def _files_env(url: str) -> dict[str, str]:
+    return files_env(url) | {"TETHER_FILES__BUCKET": BUCKET}
 
 
 def _tether(*args: str, settings: Settings, s3_url: str) -> subprocess.CompletedProcess[str]:
@@ -80,7 +83,7 @@ def _tether(*args: str, settings: Settings, s3_url: str) -> subprocess.Completed
         "TETHER_HOT_REDIS_URL": settings.require_hot_redis_url(),
         "TETHER_DATA_DIR": str(settings.data_dir),
         "TETHER_AUDIT__SECRET": "tests-audit-secret",
-        **files_env(s3_url),
+        **_files_env(s3_url),
     }
     return subprocess.run(
         [sys.executable, "-m", "tether.cli", *args],

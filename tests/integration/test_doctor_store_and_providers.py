@@ -18,14 +18,16 @@ import pytest
 from botocore.exceptions import ClientError
 from moto.server import ThreadedMotoServer
 
-from tests.integration.test_knowledge_object_store import BUCKET, files_settings, free_port
+from tests.integration.test_knowledge_object_store import files_settings, free_port
 from tests.providers_server import FakeOpenAIServer, unused_port
-from tether.core.settings import ProvidersSettings
+from tether.core.settings import FilesSettings, ProvidersSettings
 from tether.runtime.doctor_providers import named_embedding, named_llm
 from tether.runtime.doctor_store import explain, probe_store
 from tether.runtime.preflight import StartupError
 
 pytestmark = pytest.mark.integration
+# Moto's state is per process, shared by every server in it: a bucket of this module's own.
+BUCKET = "tether-doctor-files"
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +54,10 @@ def openai() -> Iterator[FakeOpenAIServer]:
     server.stop()
 
 
+def _files(url: str) -> FilesSettings:
+    return files_settings(url).model_copy(update={"bucket": BUCKET})
+
+
 def _objects(url: str) -> list[str]:
     s3 = boto3.client(
         "s3",
@@ -64,14 +70,14 @@ def _objects(url: str) -> list[str]:
 
 
 def test_a_healthy_store_passes_and_keeps_no_probe_object(s3_url: str) -> None:
-    found = probe_store(files_settings(s3_url))
+    found = probe_store(_files(s3_url))
     assert "write, read, list and delete work" in found
     assert f"s3://{BUCKET}/files/" in found
     assert not [k for k in _objects(s3_url) if ".tether-doctor" in k]
 
 
 def test_a_missing_bucket_is_named_with_the_fix(s3_url: str) -> None:
-    files = files_settings(s3_url).model_copy(update={"bucket": "no-such-bucket"})
+    files = _files(s3_url).model_copy(update={"bucket": "no-such-bucket"})
     with pytest.raises(StartupError) as failed:
         probe_store(files)
     assert "'no-such-bucket' does not exist" in failed.value.cause
@@ -79,7 +85,7 @@ def test_a_missing_bucket_is_named_with_the_fix(s3_url: str) -> None:
 
 
 def test_a_store_that_is_down_is_unreachable_without_waiting(s3_url: str) -> None:
-    files = files_settings(f"http://127.0.0.1:{unused_port()}")
+    files = _files(f"http://127.0.0.1:{unused_port()}")
     with pytest.raises(StartupError) as failed:
         probe_store(files)
     assert "is unreachable" in failed.value.cause
@@ -93,7 +99,7 @@ def test_a_store_that_is_down_is_unreachable_without_waiting(s3_url: str) -> Non
 def test_access_denied_names_the_missing_permission(step: str, permission: str) -> None:
     # moto enforces no IAM policy: the store's answer is built as botocore builds it.
     denied = ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "PutObject")
-    found = explain(files_settings("http://store"), step, "files/.tether-doctor/x", denied)
+    found = explain(_files("http://store"), step, "files/.tether-doctor/x", denied)
     assert f"({permission} is missing)" in found.cause
     assert f"grant {permission} on arn:aws:s3:::{BUCKET}/files/*" in found.fix
 
