@@ -38,7 +38,7 @@ def _form(kind: str, name: str, base_url: str) -> None:
 
 
 def _allow_note(url: str, providers: ProvidersSettings) -> str:
-    """The allow-list governs the URLs tenants type, not the named provider's own
+    """The allow-list governs the chat URLs tenants type, not the named provider's own
     (decision 0075): a host missing from it is worth knowing, not a failure."""
     if not providers.allowed_hosts or host_allowed(url, providers.allowed_hosts):
         return ""
@@ -115,6 +115,5 @@ def named_embedding(providers: ProvidersSettings, name: str) -> str:
             "api_key) and that the endpoint answers from here; tenants that chose it "
             "recall lexically until it does",
         ) from exc
-    return f"{named.model} at {named.base_url}: {dimension} dimensions" + _allow_note(
-        named.base_url, providers
-    )
+    # No allow-list note: tenants choose an embedding model by name only, never a URL.
+    return f"{named.model} at {named.base_url}: {dimension} dimensions"
