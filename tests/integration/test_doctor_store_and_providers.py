@@ -1,6 +1,7 @@
 """`tether doctor`'s object-store probe (decision 0083) against a real local S3 server
 (moto's), and its per-name checks of the deployment-named providers (decisions 0075,
-0077) against a real local OpenAI-protocol server: healthy, bucket missing, store down;
+0077) against a real local OpenAI-protocol server: healthy, bucket missing, store down,
+store silent (timeout);
 provider up, down, host not on the allow-list. Then the command itself, as an operator
 runs it."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -90,6 +92,18 @@ def test_a_store_that_is_down_is_unreachable_without_waiting(s3_url: str) -> Non
         probe_store(files)
     assert "is unreachable" in failed.value.cause
     assert "TETHER_FILES__ENDPOINT_URL" in failed.value.fix
+
+
+def test_a_store_that_accepts_but_never_answers_is_a_timeout() -> None:
+    with socket.socket() as silent:  # listens (the kernel accepts), never reads or answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        files = _files(f"http://127.0.0.1:{silent.getsockname()[1]}")
+        files = files.model_copy(update={"read_timeout_seconds": 0.5})
+        with pytest.raises(StartupError) as failed:
+            probe_store(files)
+    assert "did not answer the write in time (ReadTimeoutError)" in failed.value.cause
+    assert "TETHER_FILES__CONNECT_TIMEOUT_SECONDS" in failed.value.fix
 
 
 @pytest.mark.parametrize(
