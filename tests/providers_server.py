@@ -1,7 +1,8 @@
 """A real local HTTP server speaking the OpenAI protocol, for the provider tests.
 
-It answers ``POST /v1/embeddings`` and ``POST /v1/chat/completions`` like a well-behaved
-server, unless a test queues scripted replies first (errors, garbage, slow answers).
+It answers ``POST /v1/embeddings``, ``POST /v1/chat/completions`` and ``GET /v1/models``
+like a well-behaved server, unless a test queues scripted replies first (errors, garbage,
+slow answers).
 Good embeddings are deterministic per text, deliberately not unit length and returned
 in reverse order (with ``index``), so a client must normalise and reorder them.
 """
@@ -132,6 +133,18 @@ class FakeOpenAIServer:
 def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            # What `tether doctor` asks a chat provider (the models it serves).
+            server.requests.append(Received(self.path, dict(self.headers.items()), None))
+            if self.path != "/v1/models":
+                self._send(Reply(status=404, body={"error": "not found"}))
+                return
+            reply = server.next_reply()
+            if reply.delay:
+                server.wait(reply.delay)
+            models = {"object": "list", "data": [{"id": "m", "object": "model"}]}
+            self._send(reply, models if reply.body is None else reply.body)
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))

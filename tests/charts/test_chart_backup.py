@@ -67,3 +67,24 @@ def test_strict_lint_with_backups_on() -> None:
     report = helm.lint(CHART, ON, strict=True, kube_version=f"v{KUBE_VERSION}")
     assert report["errors"] == []
     assert [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+def test_with_files_in_a_store_the_cronjob_gets_its_settings_and_key() -> None:
+    """The backup copies the documents' objects (decision 0096): it needs the store."""
+    values = {
+        **ON,
+        "files": {"backend": "s3", "bucket": "tether-files", "endpoint": "http://minio:9000"},
+        "secrets": {**ON["secrets"], "objectStore": {"existingSecret": "tether-store"}},
+    }
+    manifests = _render(values)
+    (cron,) = [m for m in manifests if m["kind"] == "CronJob"]
+    kubernetes_validate.validate(cron, KUBE_VERSION, strict=True)
+    (container,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["TETHER_FILES__BUCKET"]["value"] == "tether-files"
+    for name in ("TETHER_FILES__ACCESS_KEY_ID", "TETHER_FILES__SECRET_ACCESS_KEY"):
+        assert env[name]["valueFrom"]["secretKeyRef"]["name"] == "tether-store"
+    without = _render(ON)
+    (plain,) = [m for m in without if m["kind"] == "CronJob"]
+    (container,) = plain["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    assert not [e for e in container["env"] if e["name"].startswith("TETHER_FILES__")]

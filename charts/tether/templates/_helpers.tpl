@@ -181,10 +181,18 @@ Job's inline env (the hook runs before the ConfigMap exists).
       key: {{ required "secrets.providers[].key is required" .key | quote }}
       optional: {{ .optional | default false }}
 {{- end }}
-{{- with $secrets.objectStore }}
-{{- if and .existingSecret (eq ($.root.Values.files.backend | toString) "s3") }}
 {{- /* The API writes files, the workers read and delete them; beat and the migration
-  Job never touch the store. Without a Secret: the pod's own identity (IRSA, a role). */}}
+  Job never touch the store. */}}
+{{- include "tether.objectStoreEnv" $.root }}
+{{- end }}
+{{- end }}
+
+{{/* The object store's key (files.backend s3) for the pods that touch the store: the API,
+the workers and the backup CronJob (it copies the files, decision 0096). Without a
+Secret: the pod's own identity (IRSA, a role). */}}
+{{- define "tether.objectStoreEnv" -}}
+{{- with .Values.secrets.objectStore }}
+{{- if and .existingSecret (eq ($.Values.files.backend | toString) "s3") }}
 - name: TETHER_FILES__ACCESS_KEY_ID
   valueFrom:
     secretKeyRef:
@@ -195,7 +203,6 @@ Job's inline env (the hook runs before the ConfigMap exists).
     secretKeyRef:
       name: {{ .existingSecret | quote }}
       key: {{ required "secrets.objectStore.secretAccessKeyKey is required" .secretAccessKeyKey | quote }}
-{{- end }}
 {{- end }}
 {{- end }}
 {{- end }}

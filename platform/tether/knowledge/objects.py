@@ -27,7 +27,7 @@ _MISSING = {"NoSuchKey", "404", "NotFound"}
 _CLIENTS: dict[tuple[object, ...], Any] = {}
 
 
-def _client(settings: FilesSettings) -> Any:
+def s3_client(settings: FilesSettings) -> Any:
     """One client per configuration and process (boto3 clients are thread-safe)."""
     secret = settings.secret_access_key
     access = settings.access_key_id
@@ -87,7 +87,7 @@ class ObjectStore:
     def __init__(self, settings: FilesSettings) -> None:
         self._settings = settings
         self._bucket = settings.bucket
-        self._s3 = _client(settings)
+        self._s3 = s3_client(settings)
 
     def key(self, *parts: object) -> str:
         return self._settings.key_prefix + "/".join(str(p) for p in parts)
@@ -148,6 +148,20 @@ class ObjectStore:
                 yield piece
         finally:
             body.close()
+
+    async def size(self, key: str) -> int | None:
+        """The object's size in bytes, or None when there is none under ``key``."""
+        try:
+            answer = await anyio.to_thread.run_sync(
+                partial(self._s3.head_object, Bucket=self._bucket, Key=key)
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in _MISSING:
+                return None
+            raise _failure("look up a file", exc) from exc
+        except BotoCoreError as exc:
+            raise _failure("look up a file", exc) from exc
+        return int(answer["ContentLength"])
 
     async def delete(self, key: str) -> int:
         """Delete the key, or every key under it when it ends with ``/``; how many were

@@ -57,7 +57,7 @@ class TenantEmbedders:
             return self.default
         client = self._clients.get(name)
         if client is None:
-            client = self._clients[name] = _client(self._named.embedding[name])
+            client = self._clients[name] = named_embedder(self._named.embedding[name])
         return client
 
     async def aclose(self) -> None:
@@ -66,7 +66,8 @@ class TenantEmbedders:
         self._clients.clear()
 
 
-def _client(named: NamedEmbeddingProvider) -> EmbeddingProvider:
+def named_embedder(named: NamedEmbeddingProvider) -> EmbeddingProvider:
+    """The client of a deployment-named embedding model (also what `tether doctor` probes)."""
     endpoint = OpenAICompatibleEndpoint(
         named.base_url,
         api_key=named.api_key.get_secret_value() if named.api_key else None,

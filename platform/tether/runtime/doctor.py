@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from redis.asyncio import Redis
@@ -20,6 +21,8 @@ from tether.core.database import async_url
 from tether.core.migrations import current_async, head_revision
 from tether.core.settings import Settings
 from tether.runtime import doctor_live as live
+from tether.runtime import doctor_providers as named
+from tether.runtime.doctor_store import probe_store
 from tether.runtime.preflight import StartupError, ensure_port_free, ensure_writable_dir
 
 
@@ -157,7 +160,28 @@ def run_checks(settings: Settings) -> list[Finding]:
         findings.append(_redis_check("hot_redis", settings.hot_redis_url, "TETHER_HOT_REDIS_URL"))
     findings.append(_check("embedding", lambda: live.embedding(settings), ""))
     findings.append(_check("llm", lambda: live.llm(settings), ""))
-    return findings
+    return findings + _named_providers(settings) + _file_store(settings)
+
+
+def _named_providers(settings: Settings) -> list[Finding]:
+    """One finding per provider tenants may choose, named ``llm:<name>`` and so on."""
+    providers = settings.providers
+    llms = [
+        _check(f"llm:{name}", partial(named.named_llm, providers, name), "")
+        for name in sorted(providers.llm)
+    ]
+    return llms + [
+        _check(f"embedding:{name}", partial(named.named_embedding, providers, name), "")
+        for name in sorted(providers.embedding)
+    ]
+
+
+def _file_store(settings: Settings) -> list[Finding]:
+    # A bucket named beside the Postgres backend still holds the files uploaded before
+    # a switch (decision 0083): those are read from it, so it is probed too.
+    if settings.files.backend != "s3" and settings.files.bucket is None:
+        return []
+    return [_check("file_store", partial(probe_store, settings.files), "")]
 
 
 def _redis_check(name: str, url: str, variable: str) -> Finding:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx
 from alembic.script import ScriptDirectory
 from redis.asyncio import Redis
 
@@ -16,6 +15,7 @@ from tether.core.settings import Settings
 from tether.health.heartbeat import last_beats
 from tether.providers.base import ProviderError
 from tether.providers.configured import embedding_provider
+from tether.runtime.doctor_providers import models
 from tether.runtime.preflight import StartupError
 
 WORK_QUEUES = (task_queues.TURNS, task_queues.MEMORIES, task_queues.KNOWLEDGE)
@@ -91,24 +91,6 @@ def llm(settings: Settings) -> str:
         return "not enabled (extraction uses rules only)"
     if not llm.base_url:
         raise StartupError("TETHER_LLM__ENABLED is true but no base URL is set", "set it")
-    headers = {}
-    if llm.api_key is not None:
-        headers["Authorization"] = f"Bearer {llm.api_key.get_secret_value()}"
-    url = llm.base_url.rstrip("/") + "/models"
-    try:
-        response = httpx.get(url, headers=headers, timeout=PROVIDER_TIMEOUT_SECONDS)
-    except httpx.HTTPError as exc:
-        raise StartupError(
-            f"the LLM endpoint did not answer: {type(exc).__name__}: {exc}",
-            "check TETHER_LLM__BASE_URL and that it is reachable from this host",
-        ) from exc
-    if response.status_code in (401, 403):
-        raise StartupError(
-            f"the LLM endpoint refused the key ({response.status_code})",
-            "check TETHER_LLM__API_KEY",
-        )
-    if response.status_code >= 500:
-        raise StartupError(
-            f"the LLM endpoint answered {response.status_code}", "check the provider's status"
-        )
+    key = llm.api_key.get_secret_value() if llm.api_key is not None else None
+    models(llm.base_url, key, PROVIDER_TIMEOUT_SECONDS, "TETHER_LLM__BASE_URL and __API_KEY")
     return f"{llm.model or 'default model'} at {llm.base_url}: answers"

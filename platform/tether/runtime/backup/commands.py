@@ -23,7 +23,7 @@ def _cmd_backup(settings: Settings, args: argparse.Namespace) -> int:
     # A running `tether serve` on the same data dir is joined, not stopped: the dump
     # is one snapshot of the live system.
     with backing_services(settings, need_redis=False) as live:
-        manifest = asyncio.run(backup(live.require_owner_url(), directory, args.pg_bin))
+        manifest = asyncio.run(backup(live.require_owner_url(), directory, args.pg_bin, live.files))
     state = manifest.state
     summary: dict[str, object] = {
         "backup": str(directory.resolve()),
@@ -33,6 +33,11 @@ def _cmd_backup(settings: Settings, args: argparse.Namespace) -> int:
         "tenants": len(state.audit_heads),
         "bytes": manifest.dump_bytes,
     }
+    if manifest.files is not None:
+        summary["files"] = manifest.files.count
+        summary["file_bytes"] = manifest.files.bytes
+        summary["files_missing"] = manifest.files.missing
+        summary["files_damaged"] = manifest.files.damaged
     if args.keep is not None:
         summary["removed"] = [str(d) for d in prune(args.directory, args.keep)]
     print(json.dumps(summary))  # noqa: T201
@@ -96,6 +101,11 @@ def _restore(settings: Settings, args: argparse.Namespace) -> int:
             "verified": not report.problems,
             "problems": report.problems,
         }
+        if report.manifest.files is not None:
+            summary["files_restored"] = report.files_restored
+            summary["files_already_there"] = report.files_already_there
+            # Named by documents, but not in the store when the backup ran.
+            summary["files_missing_in_backup"] = report.manifest.files.missing
         if report.problems:
             print(json.dumps(summary, indent=2))  # noqa: T201
             return 1
@@ -135,8 +145,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``backup`` and ``restore`` to the ``tether`` parser."""
     made = sub.add_parser(
         "backup",
-        help="dump the database (one consistent snapshot, also of a running system) "
-        "with a manifest of its counts and audit chain heads into a new directory",
+        help="dump the database (one consistent snapshot, also of a running system) and "
+        "copy the object-store files its documents name, with a manifest of its counts and "
+        "audit chain heads, into a new directory",
     )
     made.add_argument(
         "directory", type=Path, help="a new or empty directory (with --keep: their parent)"
@@ -153,11 +164,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     made.set_defaults(handler=_cmd_backup)
     back = sub.add_parser(
         "restore",
-        help="restore a backup into an empty database, verify counts and audit chains, "
-        "clear Redis caches and re-embed what the configured model did not make",
+        help="restore a backup into an empty database (and its uploaded files into the "
+        "configured object store), verify counts and audit chains, clear Redis caches and "
+        "re-embed what the configured model did not make",
     )
     back.add_argument("directory", type=Path, help="a directory `tether backup` wrote")
-    back.add_argument("--force", action="store_true", help="replace a database that holds data")
+    back.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a database that holds data, and other bytes at the store's keys",
+    )
     back.add_argument(
         "--flush-redis",
         action="store_true",

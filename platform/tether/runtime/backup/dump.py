@@ -7,12 +7,15 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+import msgspec
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from sqlalchemy.pool import NullPool
 
 import tether
 from tether.core.database import async_url
+from tether.core.settings import FilesSettings
+from tether.runtime.backup.files_out import Named, copy_out, named_objects
 from tether.runtime.backup.manifest import (
     CONSISTENCY,
     DUMP_FILE,
@@ -50,7 +53,9 @@ def _prepare(directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
 
 
-async def _dump(conn: AsyncConnection, url: str, directory: Path, pg_bin: Path | None) -> Manifest:
+async def _dump(
+    conn: AsyncConnection, url: str, directory: Path, pg_bin: Path | None
+) -> tuple[Manifest, list[Named]]:
     await require_full_view(conn)
     tools = find_tools(await server_major(conn), pg_bin)
     version = str(await conn.scalar(text("SHOW server_version")))
@@ -58,6 +63,7 @@ async def _dump(conn: AsyncConnection, url: str, directory: Path, pg_bin: Path |
     # valid) until this transaction ends after pg_dump has finished.
     snapshot = str(await conn.scalar(text("SELECT pg_export_snapshot()")))
     state = await read_state(conn)
+    named = await named_objects(conn)
     bar = Bar("tables dumped", int(await conn.scalar(text(_LEAF_TABLES))))
     bar.show()
     partial = directory / f"{DUMP_FILE}.partial"
@@ -66,7 +72,7 @@ async def _dump(conn: AsyncConnection, url: str, directory: Path, pg_bin: Path |
     await run_tool(command, bar, lambda line: "dumping contents of table" in line, "pg_dump")
     dump = partial.rename(directory / DUMP_FILE)
     bar.finish(f"{dump.stat().st_size / 2**20:.1f} MB")
-    return Manifest(
+    manifest = Manifest(
         format=FORMAT,
         tether_version=tether.__version__,
         created_at=datetime.now(UTC),
@@ -78,11 +84,15 @@ async def _dump(conn: AsyncConnection, url: str, directory: Path, pg_bin: Path |
         dump_bytes=dump.stat().st_size,
         dump_sha256=sha256(dump),
     )
+    return manifest, named
 
 
-async def backup(owner_url: str, directory: Path, pg_bin: Path | None = None) -> Manifest:
+async def backup(
+    owner_url: str, directory: Path, pg_bin: Path | None = None, files: FilesSettings | None = None
+) -> Manifest:
     """Dump the database at ``owner_url`` (a login that sees every row) into
-    ``directory``, with its manifest written last: a directory without one is an
+    ``directory``, then copy the object-store files its documents name (from the store
+    ``files`` configures), with the manifest written last: a directory without one is an
     unfinished backup."""
     _prepare(directory)
     engine = create_async_engine(async_url(owner_url), poolclass=NullPool)
@@ -90,9 +100,12 @@ async def backup(owner_url: str, directory: Path, pg_bin: Path | None = None) ->
         async with engine.connect() as conn:
             snapshot_conn = await conn.execution_options(isolation_level="REPEATABLE READ")
             async with snapshot_conn.begin():
-                manifest = await _dump(snapshot_conn, owner_url, directory, pg_bin)
+                manifest, named = await _dump(snapshot_conn, owner_url, directory, pg_bin)
     finally:
         await engine.dispose()
+    if named:  # after the snapshot's transaction: a long copy holds back no vacuum
+        part = await copy_out(files or FilesSettings(), named, directory)
+        manifest = msgspec.structs.replace(manifest, files=part)
     write_manifest(directory, manifest)
     return manifest
 

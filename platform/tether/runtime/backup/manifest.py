@@ -16,6 +16,9 @@ from tether.runtime.preflight import StartupError
 FORMAT = 1
 MANIFEST_FILE = "manifest.json"
 DUMP_FILE = "database.dump"
+# The object-store files of documents (S3 backend only): one file each, and their index.
+FILES_DIR = "files"
+INDEX_FILE = "files/index.jsonl"
 CONSISTENCY = (
     "one snapshot: pg_dump read the database in the REPEATABLE READ snapshot these "
     "counts were taken in (pg_export_snapshot), while the system kept running"
@@ -41,7 +44,28 @@ class DatabaseState(msgspec.Struct, frozen=True):
     audit_heads: dict[str, ChainHead]
 
 
-class Manifest(msgspec.Struct, frozen=True):
+class FileEntry(msgspec.Struct, frozen=True, array_like=True):
+    """One object of the store, in ``files/<position>`` (one line of the index)."""
+
+    key: str
+    bytes: int
+    sha256: str
+
+
+class FilesPart(msgspec.Struct, frozen=True):
+    """The object-store files a backup carries: how many, how big, and the keys its
+    documents named that the store did not have (``missing``) or held with other bytes
+    than were uploaded (``damaged``) when the backup ran."""
+
+    index_file: str
+    count: int
+    bytes: int
+    index_sha256: str
+    missing: list[str] = msgspec.field(default_factory=list)
+    damaged: list[str] = msgspec.field(default_factory=list)
+
+
+class Manifest(msgspec.Struct, frozen=True, omit_defaults=True):
     format: int
     tether_version: str
     created_at: datetime
@@ -52,6 +76,8 @@ class Manifest(msgspec.Struct, frozen=True):
     dump_file: str
     dump_bytes: int
     dump_sha256: str
+    # None: every document's bytes are in the dump (the Postgres backend).
+    files: FilesPart | None = None
 
 
 async def server_major(conn: AsyncConnection) -> int:

@@ -23,6 +23,7 @@ from tether.core.ids import TenantId
 from tether.core.settings import Settings
 from tether.core.tenant_sessions import tenant_session
 from tether.runtime.backup.dump import sha256
+from tether.runtime.backup.files_in import copy_in, plan, read_index
 from tether.runtime.backup.manifest import (
     Manifest,
     differences,
@@ -45,6 +46,8 @@ class RestoreReport:
     replaced_tables: int = 0
     problems: list[str] = field(default_factory=list)
     audit_events_verified: int = 0
+    files_restored: int = 0
+    files_already_there: int = 0
 
 
 def check_backup(directory: Path) -> Manifest:
@@ -137,12 +140,19 @@ def restore(
     settings: Settings, directory: Path, *, force: bool, pg_bin: Path | None = None
 ) -> RestoreReport:
     """Restore the backup in ``directory`` into the database of ``settings`` (owner
-    URL for the load, the service's login for the checks)."""
+    URL for the load, the service's login for the checks), and its object-store files
+    into the store ``settings.files`` configures."""
     manifest = check_backup(directory)
     report = RestoreReport(manifest)
+    # The store is checked before the database is touched: a refusal changes nothing.
+    entries = [] if manifest.files is None else read_index(directory, manifest.files)
+    todo = asyncio.run(plan(settings.files, entries, force=force)) if entries else []
     owner_url = settings.require_owner_url()
     asyncio.run(
         _load(owner_url, directory / manifest.dump_file, report, force=force, pg_bin=pg_bin)
     )
+    if todo:
+        report.problems += asyncio.run(copy_in(settings.files, directory, entries, todo))
+    report.files_restored, report.files_already_there = len(todo), len(entries) - len(todo)
     asyncio.run(verify_audit(settings, sorted(manifest.state.audit_heads), report))
     return report
