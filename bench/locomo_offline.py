@@ -27,7 +27,7 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -66,6 +66,7 @@ class Conversation:
     plain: list[str]  # without image captions, as the README's reference baseline used
     docs: list[RankDoc]
     questions: list[Question]
+    speakers: list[str] = field(default_factory=list)  # each turn's speaker
 
 
 EXPAND = False  # --expand
@@ -74,7 +75,7 @@ EXPAND = False  # --expand
 def load(path: Path) -> Conversation:
     raw = json.loads(path.read_text())
     numbers = sorted(int(key.split("_")[1]) for key in raw if re.fullmatch(r"session_\d+", key))
-    ids, texts, plain, docs = [], [], [], []
+    ids, texts, plain, docs, speakers = [], [], [], [], []
     for number in numbers:
         stamp = raw[f"session_{number}_date_time"] + " +0000"
         date = datetime.strptime(stamp, "%I:%M %p on %d %B, %Y %z")
@@ -84,6 +85,7 @@ def load(path: Path) -> Conversation:
             if turn.get("blip_caption"):
                 text += f" [shares {turn['blip_caption']}]"
             ids.append(turn["dia_id"])
+            speakers.append(turn["speaker"])
             texts.append(text)
             docs.append(_doc(len(docs), text, date, str(number), ordinal))
     known = set(ids)
@@ -94,7 +96,7 @@ def load(path: Path) -> Conversation:
             tokens = tokenize(qa["question"])
             tokens = expand(tokens) if EXPAND else tokens
             questions.append(Question(qa["question"], qa["category"], evidence & known, tokens))
-    return Conversation(ids, texts, plain, docs, questions)
+    return Conversation(ids, texts, plain, docs, questions, speakers)
 
 
 def _doc(key: int, text: str, when: datetime, group: str, ordinal: int) -> RankDoc:
