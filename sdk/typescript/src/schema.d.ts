@@ -54,7 +54,7 @@ export interface paths {
         };
         /**
          * List API keys
-         * @description The tenant's API keys with role, subject and state; never their secrets.
+         * @description The tenant's API keys with role, subject and state, oldest first, a page at a time; never their secrets.
          */
         get: operations["ListApiKeys"];
         put?: never;
@@ -1632,6 +1632,11 @@ export interface components {
             key: components["schemas"]["ApiKeyRead"];
             token: string;
         };
+        /** ApiKeyPage */
+        ApiKeyPage: {
+            items: components["schemas"]["ApiKeyRead"][];
+            next_cursor: string | null;
+        };
         /** ApiKeyRead */
         ApiKeyRead: {
             /** Format: date-time */
@@ -3010,7 +3015,10 @@ export interface operations {
     };
     ListApiKeys: {
         parameters: {
-            query?: never;
+            query?: {
+                cursor?: string | null;
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3023,7 +3031,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiKeyRead"][];
+                    "application/json": components["schemas"]["ApiKeyPage"];
                 };
             };
             /** @description The API key is missing, malformed, expired or revoked (`unauthenticated`). */
@@ -3037,6 +3045,15 @@ export interface operations {
             };
             /** @description The key's role may not do this (`forbidden`), or the operator disabled its tenant (`tenant_disabled`). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A field is invalid; `errors` names each one (`invalid_input`). */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -26,16 +26,23 @@ CreateApiKey: Operation[m.ApiKeyCreated] = Operation(
 )
 
 
-ListApiKeys: Operation[list[m.ApiKeyRead]] = Operation(
+class ListApiKeysParams(msgspec.Struct, kw_only=True):
+    cursor: (
+        Annotated[str, msgspec.Meta(max_length=32, pattern="^[A-Za-z0-9_-]*$(?!\\n)")] | None
+    ) = msgspec.field(default=None)
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | None = msgspec.field(default=None)
+
+
+ListApiKeys: Operation[m.ApiKeyPage] = Operation(
     op_id="ListApiKeys",
     method="GET",
     path="/v1/api-keys",
-    params=None,
-    where={},
+    params=ListApiKeysParams,
+    where={"cursor": "query", "limit": "query"},
     wire_names={},
     body=None,
     body_kind="none",
-    response=list[m.ApiKeyRead],
+    response=m.ApiKeyPage,
     response_kind="json",
     idempotency=None,
     retry="all",

@@ -39,12 +39,21 @@ class ApiKeysResource(SyncResource):
             timeout,
         )
 
-    def list(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> list[m.ApiKeyRead]:
+    def list(
+        self,
+        *,
+        cursor: str | None = None,
+        limit: int | None = None,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> SyncPager[m.ApiKeyRead]:
         """List API keys.
 
-        The tenant's API keys with role, subject and state; never their secrets.
+        The tenant's API keys with role, subject and state, oldest first, a page at a time;
+        never their secrets.
         """
-        return self._core.call(ops.ListApiKeys, {}, None, timeout)
+        return SyncPager[m.ApiKeyRead](
+            self._core, ops.ListApiKeys, {"cursor": cursor, "limit": limit}, timeout
+        )
 
     def revoke(self, key_id: str, *, timeout: float | None | NotGiven = NOT_GIVEN) -> None:
         """Revoke API key.
@@ -1865,12 +1874,21 @@ class AsyncApiKeysResource(AsyncResource):
             timeout,
         )
 
-    async def list(self, *, timeout: float | None | NotGiven = NOT_GIVEN) -> list[m.ApiKeyRead]:
+    def list(
+        self,
+        *,
+        cursor: str | None = None,
+        limit: int | None = None,
+        timeout: float | None | NotGiven = NOT_GIVEN,
+    ) -> AsyncPager[m.ApiKeyRead]:
         """List API keys.
 
-        The tenant's API keys with role, subject and state; never their secrets.
+        The tenant's API keys with role, subject and state, oldest first, a page at a time;
+        never their secrets.
         """
-        return await self._core.call(ops.ListApiKeys, {}, None, timeout)
+        return AsyncPager[m.ApiKeyRead](
+            self._core, ops.ListApiKeys, {"cursor": cursor, "limit": limit}, timeout
+        )
 
     async def revoke(self, key_id: str, *, timeout: float | None | NotGiven = NOT_GIVEN) -> None:
         """Revoke API key.

@@ -14,6 +14,7 @@ __all__ = [
     "AccessReportEntry",
     "ApiKeyCreate",
     "ApiKeyCreated",
+    "ApiKeyPage",
     "ApiKeyRead",
     "ApiKeyRotate",
     "AuditEventRead",
@@ -221,6 +222,11 @@ class ApiKeyCreate(msgspec.Struct, kw_only=True, omit_defaults=True):
 class ApiKeyCreated(msgspec.Struct, kw_only=True, omit_defaults=True):
     key: ApiKeyRead
     token: str
+
+
+class ApiKeyPage(msgspec.Struct, kw_only=True, omit_defaults=True):
+    items: list[ApiKeyRead]
+    next_cursor: str | None
 
 
 class ApiKeyRead(msgspec.Struct, kw_only=True, omit_defaults=True):
