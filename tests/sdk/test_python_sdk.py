@@ -96,7 +96,7 @@ def test_problems_become_typed_errors(live: LiveServer, admin: Tether, gateway: 
     assert missing.value.code == "relationship_not_found"
     assert missing.value.request_id
     with pytest.raises(Forbidden):
-        gateway.api_keys.list()
+        gateway.api_keys.list().first_page()
     with Tether("tth_not-a-key", base_url=live.url) as stranger, pytest.raises(Unauthenticated):
         stranger.relationships.list().first_page()
     rid = gateway.relationships.resolve(user={"external_id": "u-4"}, persona=LUNA).relationship_id
