@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from tests.conftest import start_worker, stop_worker
+from tests.integration.test_backup_restore import _tether as tether_cli
 from tests.integration.test_backup_restore import _wipe
 from tests.integration.test_knowledge_indexing import new_base, query, settled, upload
-from tests.integration.test_knowledge_object_store import files_env, files_settings, free_port
+from tests.integration.test_knowledge_object_store import files_env, files_settings
+from tests.s3_server import s3_client, start_s3
 from tether.core.settings import Settings
 from tether.providers.offline import load_model
 
@@ -38,21 +36,8 @@ KETTLE = b"# Kettle\n\nDescale the kettle with citric acid once a month.\n"
 
 @pytest.fixture(scope="module")
 def s3() -> Iterator[tuple[str, Any]]:
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    url = f"http://127.0.0.1:{port}"
-    client = boto3.client(
-        "s3",
-        endpoint_url=url,
-        region_name="eu-west-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    )
-    client.create_bucket(
-        Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
-    )
-    yield url, client
+    url, server = start_s3(BUCKET)
+    yield url, s3_client(url)
     server.stop()
 
 
@@ -76,23 +61,7 @@ def _files_env(url: str) -> dict[str, str]:
 
 
 def _tether(*args: str, settings: Settings, s3_url: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        "TETHER_DATABASE_URL": settings.require_database_url(),
-        "TETHER_DB__OWNER_URL": settings.require_owner_url(),
-        "TETHER_REDIS_URL": settings.require_redis_url(),
-        "TETHER_HOT_REDIS_URL": settings.require_hot_redis_url(),
-        "TETHER_DATA_DIR": str(settings.data_dir),
-        "TETHER_AUDIT__SECRET": "tests-audit-secret",
-        **_files_env(s3_url),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "tether.cli", *args],
-        env=os.environ | env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return tether_cli(*args, settings=settings, extra=_files_env(s3_url))
 
 
 def _keys(client: Any) -> list[str]:
@@ -115,7 +84,7 @@ async def _answers(client: Any, base_id: str, headers: Any) -> list[str]:
 async def test_files_in_the_store_are_backed_up_and_restored_with_the_database(
     client, make_tenant, resources, settings, worker, pg_server, s3, tmp_path: Path
 ) -> None:
-    url, s3_client = s3
+    url, store = s3
     await asyncio.to_thread(load_model)
     tenant = await make_tenant()
     base_id = await new_base(client, tenant.admin, "manuals")
@@ -128,7 +97,7 @@ async def test_files_in_the_store_are_backed_up_and_restored_with_the_database(
     before = await _answers(client, base_id, tenant.admin)
     assert "two weeks" in before[0]
     assert "citric acid" in before[1]
-    stored = _keys(s3_client)
+    stored = _keys(store)
     assert len(stored) == 2
 
     made = _tether("backup", str(tmp_path / "b"), settings=settings, s3_url=url)
@@ -144,14 +113,14 @@ async def test_files_in_the_store_are_backed_up_and_restored_with_the_database(
 
     await resources.engine.dispose()
     _wipe(pg_server, settings)
-    _empty_bucket(s3_client)
+    _empty_bucket(store)
     restored = _tether("restore", str(tmp_path / "b"), settings=settings, s3_url=url)
     assert restored.returncode == 0, restored.stdout + restored.stderr
     report = json.loads(restored.stdout)
     assert report["verified"] is True, report
     assert (report["files_restored"], report["files_already_there"]) == (2, 0)
     assert "files restored" in restored.stderr
-    assert _keys(s3_client) == stored
+    assert _keys(store) == stored
 
     assert await _answers(client, base_id, tenant.admin) == before
     for document in documents:  # indexed again from the restored objects
@@ -170,16 +139,16 @@ async def test_files_in_the_store_are_backed_up_and_restored_with_the_database(
     assert json.loads(same.stdout)["files_already_there"] == 2
 
     # Other bytes at a key the backup restores: refused before anything changes.
-    s3_client.put_object(Bucket=BUCKET, Key=stored[0], Body=b"someone else's bytes")
+    store.put_object(Bucket=BUCKET, Key=stored[0], Body=b"someone else's bytes")
     refused = _tether("restore", "--no-reindex", str(tmp_path / "b"), settings=settings, s3_url=url)
     assert refused.returncode == 1
     assert "other bytes at 1 of the 2 keys" in refused.stderr
     assert "--force" in refused.stderr
-    kept = s3_client.get_object(Bucket=BUCKET, Key=stored[0])["Body"].read()
+    kept = store.get_object(Bucket=BUCKET, Key=stored[0])["Body"].read()
     assert kept == b"someone else's bytes"
     forced = _tether(*args, settings=settings, s3_url=url)
     assert forced.returncode == 0, forced.stdout + forced.stderr
     report = json.loads(forced.stdout)
     assert (report["files_restored"], report["files_already_there"]) == (1, 1)
-    back = {s3_client.get_object(Bucket=BUCKET, Key=k)["Body"].read() for k in stored}
+    back = {store.get_object(Bucket=BUCKET, Key=k)["Body"].read() for k in stored}
     assert back == {HEATER, KETTLE}

@@ -55,7 +55,10 @@ def worker(settings: Settings):  # type: ignore[no-untyped-def]
     stop_worker(process)
 
 
-def _tether(*args: str, settings: Settings) -> subprocess.CompletedProcess[str]:
+def _tether(
+    *args: str, settings: Settings, extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``tether`` run as an operator would, on the test's services (and ``extra`` env)."""
     env = {
         "TETHER_DATABASE_URL": settings.require_database_url(),
         "TETHER_DB__OWNER_URL": settings.require_owner_url(),
@@ -67,7 +70,7 @@ def _tether(*args: str, settings: Settings) -> subprocess.CompletedProcess[str]:
         env["TETHER_AUDIT__SECRET"] = settings.audit.secret.get_secret_value()
     return subprocess.run(
         [sys.executable, "-m", "tether.cli", *args],
-        env=os.environ | env,
+        env=os.environ | env | (extra or {}),
         capture_output=True,
         text=True,
         timeout=300,

@@ -15,13 +15,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
-from moto.server import ThreadedMotoServer
 
-from tests.integration.test_knowledge_object_store import files_settings, free_port
+from tests.integration.test_knowledge_object_store import files_settings
 from tests.providers_server import FakeOpenAIServer, unused_port
+from tests.s3_server import free_port, object_keys, start_s3
 from tether.core.settings import FilesSettings, ProvidersSettings
 from tether.runtime.doctor_providers import named_embedding, named_llm
 from tether.runtime.doctor_store import explain, probe_store
@@ -34,17 +33,7 @@ BUCKET = "tether-doctor-files"
 
 @pytest.fixture(scope="module")
 def s3_url() -> Iterator[str]:
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    url = f"http://127.0.0.1:{port}"
-    boto3.client(
-        "s3",
-        endpoint_url=url,
-        region_name="eu-west-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    ).create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    url, server = start_s3(BUCKET)
     yield url
     server.stop()
 
@@ -60,22 +49,11 @@ def _files(url: str) -> FilesSettings:
     return files_settings(url).model_copy(update={"bucket": BUCKET})
 
 
-def _objects(url: str) -> list[str]:
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=url,
-        region_name="eu-west-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    )
-    return [item["Key"] for item in s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])]
-
-
 def test_a_healthy_store_passes_and_keeps_no_probe_object(s3_url: str) -> None:
     found = probe_store(_files(s3_url))
     assert "write, read, list and delete work" in found
     assert f"s3://{BUCKET}/files/" in found
-    assert not [k for k in _objects(s3_url) if ".tether-doctor" in k]
+    assert not [k for k in object_keys(s3_url, BUCKET) if ".tether-doctor" in k]
 
 
 def test_a_missing_bucket_is_named_with_the_fix(s3_url: str) -> None:

@@ -7,17 +7,16 @@ store that is down fails the document with a reason."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import uuid
 from collections.abc import Iterator
 
-import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 from sqlalchemy import func, select, update
 
 from tests.conftest import start_worker, stop_worker
 from tests.integration.test_knowledge_indexing import new_base, query, settled, upload
+from tests.s3_server import object_keys, s3_client, start_s3
 from tether.core.ids import TenantId
 from tether.core.settings import FilesSettings, Settings
 from tether.core.tenant_sessions import tenant_transaction
@@ -40,26 +39,10 @@ MANUAL = b"# Heater\n\n## Filters\n\nClean the dust filter of the heater every t
 SERVERS: dict[str, ThreadedMotoServer] = {}
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def s3_url() -> Iterator[str]:
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
+    url, server = start_s3(BUCKET)
     SERVERS["s3"] = server
-    url = f"http://127.0.0.1:{port}"
-    boto3.client(
-        "s3",
-        endpoint_url=url,
-        region_name="eu-west-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    ).create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
     yield url
     if SERVERS.pop("s3", None) is not None:
         server.stop()
@@ -115,15 +98,7 @@ async def admin(make_tenant, s3_worker):  # type: ignore[no-untyped-def]
 
 
 def keys(url: str, prefix: str = "") -> list[str]:
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=url,
-        region_name="eu-west-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    )
-    answer = s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)
-    return sorted(item["Key"] for item in answer.get("Contents", []))
+    return object_keys(url, BUCKET, prefix)
 
 
 async def test_an_upload_goes_to_the_store_and_is_indexed_from_it(client, admin, s3_url) -> None:
@@ -201,13 +176,7 @@ async def test_a_store_that_is_down_fails_the_document_with_a_reason(client, adm
     await settled(client, base_id, document["id"], admin.admin)
     # The object vanishes behind Tether's back: a reindex fails with a reason.
     key = f"files/{admin.id}/{base_id}/{document['id']}"
-    boto3.client(
-        "s3",
-        endpoint_url=s3_url,
-        region_name="eu-west-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    ).delete_object(Bucket=BUCKET, Key=key)
+    s3_client(s3_url).delete_object(Bucket=BUCKET, Key=key)
     response = await client.post(
         f"{BASES}/{base_id}/documents/{document['id']}/reindex", headers=admin.admin
     )
