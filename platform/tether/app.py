@@ -110,7 +110,7 @@ def create_app(settings: Settings) -> Litestar:
             await app.state.partitions.drain()
             app.state.partitions.close()
             await app.state.reinforcement.flush()
-            await app.state.access_log.flush()
+            await app.state.access_log.close()
             await app.state.authenticator.usage.flush()
             await app.state.embedders.aclose()
             await app.state.embedder.aclose()

@@ -118,6 +118,19 @@ class AccessLog:
                     self._keep(rows)
             return written
 
+    async def close(self) -> int:
+        """The last flush, at shutdown. What cannot be written now is reported and let
+        go: retrying would outlive the process's resources (and, in one process running
+        several apps, keep a stopped app's retries alive)."""
+        written = await self.flush()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._pending:
+            log.error("access log: %d events not written at shutdown", len(self._pending))
+            self._pending = []
+        return written
+
     def _keep(self, rows: list[Row]) -> None:
         self._pending[:0] = rows
         if len(self._pending) > MAX_PENDING:

@@ -114,14 +114,19 @@ async def _models(resources: Resources, tenant_id: str) -> tuple[set[Any], set[A
         return {tuple(r) for r in memories}, {r[0] for r in chunks}
 
 
-async def _search(client, gateway, rid: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    response = await client.post(
-        f"/v1/relationships/{rid}/search", json={"query": "green tea", "k": 5}, headers=gateway
-    )
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    assert body["items"], body
-    return body
+async def _search(client, gateway, rid: str, *, embedded: bool = False) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """A search; ``embedded``: one whose query embedding made its deadline (on a loaded
+    machine the fake provider may miss it, and recall goes lexical, as designed)."""
+    for _ in range(5):
+        response = await client.post(
+            f"/v1/relationships/{rid}/search", json={"query": "green tea", "k": 5}, headers=gateway
+        )
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        assert body["items"], body
+        if not embedded or "embedding" not in body["degraded"]:
+            return body
+    raise AssertionError(f"the query embedding missed its deadline five times: {body}")
 
 
 async def _query(client, tenant, base_id: str) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
@@ -234,7 +239,7 @@ async def test_a_tenant_moving_to_another_model_is_re_embedded_alone(
     memories, chunks = await _models(resources, moving.id)
     assert (memories, chunks) == ({("model-a", 8)}, {"model-a"})
 
-    found = await _search(client, gateway, rid)
+    found = await _search(client, gateway, rid, embedded=True)
     assert any(h["explanation"]["vector_similarity"] is not None for h in found["items"])
     await wait_for_hot_copy(resources.hot_redis, rid)  # the hot copy holds model-a's vectors
     assert any(
@@ -259,8 +264,7 @@ async def test_a_tenant_moving_to_another_model_is_re_embedded_alone(
         len(FACTS),
     )
     assert await _models(resources, moving.id) == ({("model-a", 8)}, {"model-a"})
-    during = await _search(client, gateway, rid)  # the query is embedded by model-b
-    assert "embedding" not in during["degraded"]
+    during = await _search(client, gateway, rid, embedded=True)  # embedded by model-b
     assert during["tier"] == "cold"  # the hot copy of model-a's vectors is not used
     assert all(h["explanation"]["vector_similarity"] is None for h in during["items"])
     assert all(
@@ -278,7 +282,7 @@ async def test_a_tenant_moving_to_another_model_is_re_embedded_alone(
     assert await _models(resources, other.id) == other_before  # untouched
     assert await _runs(client, other) == []  # and another tenant sees none of these runs
 
-    after = await _search(client, gateway, rid)
+    after = await _search(client, gateway, rid, embedded=True)
     assert any(h["explanation"]["vector_similarity"] is not None for h in after["items"])
     assert any(
         h["explanation"]["vector_similarity"] is not None
