@@ -159,7 +159,7 @@ async def client(settings: Settings, resources: Resources) -> AsyncIterator[http
     async with httpx.AsyncClient(transport=transport, base_url="http://tether") as http:
         yield http
     app.state.partitions.close()  # as the lifespan does: no retry outlives the module
-    await app.state.access_log.flush()  # nor a pending write of access events
+    await app.state.access_log.close()  # nor a pending write of access events
 
 
 def start_worker(

@@ -164,7 +164,8 @@ async def app_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
         transport = httpx.ASGITransport(app=with_outer_middleware(app))
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
             yield client
-        app.state.partitions.close()
+        app.state.partitions.close()  # as the lifespan does: no retry outlives the app
+        await app.state.access_log.close()
         await app.state.embedder.aclose()
 
 

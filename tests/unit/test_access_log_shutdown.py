@@ -29,7 +29,8 @@ async def test_a_shutdown_with_the_database_away_stops_retrying(
         assert await log.close() == 0
         caplog.clear()
         await asyncio.sleep(0.3)  # several flush intervals
-    assert caplog.records == []  # nothing retried after close
+    # Nothing retried after close (other apps in this test process may log their own).
+    assert [r for r in caplog.records if str(caller.tenant_id) in r.getMessage()] == []
     await engine.dispose()
 
 
