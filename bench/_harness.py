@@ -61,6 +61,9 @@ def services(
             os.environ[HOT_REDIS_VARIABLE] = hot.start()
             if migrate:
                 migrations.upgrade(database_url)
+            # A tenant a bench creates in this process appends to its audit chain, keyed
+            # from the secret the API and worker processes read too.
+            audit_keys.configure(Settings(database_url=database_url, redis_url=redis_url))
             yield database_url, redis_url
         finally:
             os.environ.pop(HOT_REDIS_VARIABLE, None)
