@@ -31,10 +31,13 @@ def _refused(kind: str, name: str, messages: list[str]) -> StartupError:
     )
 
 
-def _form(kind: str, name: str, base_url: str) -> None:
+def _vet(kind: str, name: str, base_url: str, refused: list[dict[str, str]]) -> None:
+    """What a real call checks first: the URL's form, then the refusal rules."""
     problem = url_problem(base_url)
     if problem is not None:
         raise _refused(kind, name, [f"its base_url {problem}"])
+    if refused:
+        raise _refused(kind, name, [r["message"] for r in refused])
 
 
 def _allow_note(url: str, providers: ProvidersSettings) -> str:
@@ -76,10 +79,12 @@ def models(base_url: str, api_key: str | None, timeout: float, variables: str) -
 
 def named_llm(providers: ProvidersSettings, name: str) -> str:
     named = providers.llm[name]
-    _form("llm", name, named.base_url)
-    refused = refusals(ExtractionTenantSettings(llm_provider=name), providers)
-    if refused:
-        raise _refused("llm", name, [r["message"] for r in refused])
+    _vet(
+        "llm",
+        name,
+        named.base_url,
+        refusals(ExtractionTenantSettings(llm_provider=name), providers),
+    )
     key = named.api_key.get_secret_value() if named.api_key else None
     timeout = min(named.timeout_seconds, TIMEOUT_SECONDS)
     models(named.base_url, key, timeout, f"TETHER_PROVIDERS__LLM[{name!r}]")
@@ -97,10 +102,8 @@ async def _embed(providers: ProvidersSettings, name: str) -> int:
 
 def named_embedding(providers: ProvidersSettings, name: str) -> str:
     named = providers.embedding[name]
-    _form("embedding", name, named.base_url)
     refused = embedding_refusals(EmbeddingTenantSettings(provider=name), providers)
-    if refused:
-        raise _refused("embedding", name, [r["message"] for r in refused])
+    _vet("embedding", name, named.base_url, refused)
     try:
         dimension = asyncio.run(_embed(providers, name))
     except TimeoutError as exc:
