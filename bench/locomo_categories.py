@@ -193,22 +193,18 @@ def recall(conversations: Sequence[lo.Conversation], variant: Variant) -> dict[o
             )
             for c in conversations
         ]
-    found: dict[object, list[float]] = {c: [] for c in (*lo.CATEGORIES, "all")}
-    for conversation in conversations:
+
+    def prepare(conversation: lo.Conversation) -> Callable[[lo.Question], list[int]]:
         if variant.second_field:
-            query = _two_fields(conversation, table, variant)
-        else:
-            docs = [
-                replace(doc, tokens=expanded(doc.tokens, table, variant.repeat))
-                for doc in conversation.docs
-            ]
-            query = _ranker(replace(conversation, docs=docs), variant)
-        for q in conversation.questions:
-            top = {conversation.ids[key] for key in query(q)}
-            share = len(q.evidence & top) / len(q.evidence)
-            found[q.category].append(share)
-            found["all"].append(share)
-    return {c: statistics.fmean(values) for c, values in found.items()}
+            return _two_fields(conversation, table, variant)
+        docs = [
+            replace(doc, tokens=expanded(doc.tokens, table, variant.repeat))
+            for doc in conversation.docs
+        ]
+        return _ranker(replace(conversation, docs=docs), variant)
+
+    # recall@10: the last of lo.KS
+    return {c: shares[-1] for c, shares in lo.evaluate(conversations, prepare).items()}
 
 
 def _ranker(conversation: lo.Conversation, variant: Variant) -> Callable[[lo.Question], list[int]]:

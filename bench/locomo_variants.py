@@ -13,7 +13,6 @@ before decisions 0090/0091 (no period factor unless the variant sets one).
 from __future__ import annotations
 
 import argparse
-import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -126,15 +125,9 @@ def prepare(variant: Variant, conversation: lo.Conversation) -> Callable[[lo.Que
 
 
 def recall(conversations: Sequence[lo.Conversation], variant: Variant) -> dict[object, float]:
-    found: dict[object, list[float]] = {c: [] for c in (*lo.CATEGORIES, "all")}
-    for conversation in conversations:
-        query = prepare(variant, conversation)
-        for q in conversation.questions:
-            top = {conversation.ids[key] for key in query(q)}
-            share = len(q.evidence & top) / len(q.evidence)
-            found[q.category].append(share)
-            found["all"].append(share)
-    return {c: statistics.fmean(values) for c, values in found.items()}
+    # recall@10: the last of lo.KS
+    evaluated = lo.evaluate(conversations, lambda conversation: prepare(variant, conversation))
+    return {c: shares[-1] for c, shares in evaluated.items()}
 
 
 def main() -> None:
