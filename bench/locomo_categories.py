@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -23,6 +24,9 @@ import locomo_offline as lo
 import numpy as np
 import numpy.typing as npt
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.unit.test_recall_ranking import MEMORIES as CHINESE_MEMORIES
 from tether.recall import expansion
 from tether.recall.bm25 import Bm25Index, Bm25Params
 from tether.recall.expansion import expand
@@ -345,18 +349,6 @@ def variants() -> dict[str, Variant]:
 # Chinese: the unit tests' chat memories (tests/unit/test_recall_ranking.py) with their
 # questions, and category questions written for this check, each with the memories
 # that answer it (any of them first counts).
-CHINESE_MEMORIES = [
-    "我养了一只橘猫，叫咪咪，今年三岁了",
-    "我对花生过敏，吃了会起疹子",
-    "下个月我妹妹在杭州结婚",
-    "我最近在学弹吉他，每天练半小时",
-    "我在上海一家游戏公司做程序员",
-    "周末喜欢去爬山，上次去了黄山",
-    "我不喜欢吃香菜",
-    "我的电话是[PHONE]",
-    "我妈妈的生日是十月五号",
-    "最近工作压力很大，经常失眠",
-]
 CHINESE_QUESTIONS = [
     ("我能吃花生酱吗", {1}),
     ("我妹妹什么时候结婚", {2}),
